@@ -1,0 +1,1 @@
+"""KafkaLite: a Kafka-compatible event-log broker in Python."""
