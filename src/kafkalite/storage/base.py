@@ -1,0 +1,76 @@
+"""What every partition log engine offers: the file engine (`PartitionLog`) and the memory twin (`MemoryLog`).
+
+A log is a sequence of RecordBatch v2 batches with consecutive offsets. Offsets are per record, not per batch:
+a batch holding records [b, b + last_offset_delta] moves the log end offset to b + last_offset_delta + 1.
+
+    log_start_offset <= every readable offset < log_end_offset
+
+Concurrency: a log is driven from one asyncio event loop. `append` and `read` are plain calls that never block on
+the disk for long (writes land in the page cache); `sync` is the only coroutine, and is where fsync happens, off
+the loop. Callers serialise appends per partition (the broker's per-partition lock); reads may interleave freely.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from kafkalite.protocol.records import BatchHeader
+
+GiB = 1 << 30
+
+
+@dataclass(frozen=True, slots=True)
+class LogConfig:
+    """Per-partition storage settings, named after Kafka's topic configs."""
+
+    segment_bytes: int = GiB  # segment.bytes: roll the active segment past this size
+    segment_ms: int = 7 * 24 * 3600 * 1000  # segment.ms: roll the active segment after this age
+    retention_ms: int = 7 * 24 * 3600 * 1000  # retention.ms: -1 keeps segments forever
+    retention_bytes: int = -1  # retention.bytes: -1 means no size limit
+    index_interval_bytes: int = 4096  # index.interval.bytes: one index entry per this many log bytes
+
+
+class Log(Protocol):
+    """The interface the broker codes against; `tests/storage` runs one suite over every engine."""
+
+    config: LogConfig  # replaceable at run time (IncrementalAlterConfigs); takes effect at the next roll/retention
+
+    @property
+    def log_start_offset(self) -> int:
+        """The first offset still readable (moved by retention and `delete_records_before`)."""
+
+    @property
+    def log_end_offset(self) -> int:
+        """The offset the next appended record will get."""
+
+    @property
+    def size_bytes(self) -> int:
+        """Bytes of batches currently held."""
+
+    def append(self, batch: bytearray, header: BatchHeader) -> tuple[int, int]:
+        """Append one validated batch: patch its base offset to `log_end_offset`, store it, return (base, last)."""
+
+    def read(self, offset: int, max_bytes: int) -> bytes:
+        """Whole batches from the one holding `offset`, up to `max_bytes` but always at least one batch.
+
+        Empty at the log end; `OffsetOutOfRangeError` below the log start or past the end.
+        """
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record whose timestamp is >= `timestamp_ms`, or None."""
+
+    async def sync(self) -> None:
+        """Make every appended byte durable; concurrent callers share one fsync (group commit)."""
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop every record at or after `offset` (whole batches; `offset` must be a batch boundary)."""
+
+    def delete_records_before(self, offset: int) -> None:
+        """Advance the log start offset to `offset` (DeleteRecords); whole segments below it are removed."""
+
+    def apply_retention(self, now_ms: int) -> int:
+        """Delete whole old segments per `retention_ms` / `retention_bytes`; return how many were deleted."""
+
+    def close(self) -> None:
+        """Flush and release files; the log is unusable afterwards."""
