@@ -1,1 +1,7 @@
-"""kafkalite.storage."""
+"""Partition logs: the file engine in Kafka's segment format, and its in-memory twin (see `base.Log`)."""
+
+from kafkalite.storage.atomic_file import read_file, write_atomically
+from kafkalite.storage.base import Log, LogConfig
+from kafkalite.storage.memory_log import MemoryLog
+
+__all__ = ["Log", "LogConfig", "MemoryLog", "read_file", "write_atomically"]

@@ -1,0 +1,74 @@
+"""When to roll the active segment and which old segments retention deletes: Kafka's rules, shared by both engines.
+
+Rolling (Kafka's `LogSegment.shouldRoll`): a non-empty active segment is rolled before an append when
+  * the batch would take it past `segment_bytes`, or
+  * the batch's max timestamp is more than `segment_ms` past the max timestamp of the segment's first batch (when
+    batches carry no timestamp, the segment's creation time on the log's clock is compared with now), or
+  * a relative offset or a file position would no longer fit the 4-byte index fields.
+
+Retention (Kafka's `deleteRetentionMsBreachedSegments` then `deleteRetentionSizeBreachedSegments`) deletes a prefix of
+whole segments, never the active one: first those whose largest timestamp is more than `retention_ms` old, then,
+while the log is bigger than `retention_bytes`, the oldest segments whose removal keeps it at or above that size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from kafkalite.storage.base import LogConfig
+
+INT32_MAX = (1 << 31) - 1
+NO_TIMESTAMP = -1
+DEFAULT_CONFIG = LogConfig()  # frozen, so one shared default is safe
+
+
+class SegmentStats(Protocol):
+    """What retention needs to know about a segment."""
+
+    @property
+    def size_bytes(self) -> int: ...
+
+    @property
+    def largest_timestamp(self) -> int:
+        """Largest batch max timestamp, or the last-modified time when no batch carries a timestamp."""
+        ...
+
+
+def should_roll(
+    config: LogConfig,
+    *,
+    segment_size: int,
+    segment_base_offset: int,
+    first_batch_max_timestamp: int,
+    created_ms: int,
+    batch_size: int,
+    batch_max_timestamp: int,
+    batch_last_offset: int,
+    now_ms: int,
+) -> bool:
+    """True when the batch about to be appended belongs in a new segment."""
+    if segment_size == 0:
+        return False
+    if segment_size > config.segment_bytes - batch_size or segment_size > INT32_MAX - batch_size:
+        return True
+    if batch_last_offset - segment_base_offset > INT32_MAX:
+        return True
+    if first_batch_max_timestamp >= 0:
+        return batch_max_timestamp - first_batch_max_timestamp > config.segment_ms
+    return now_ms - created_ms > config.segment_ms
+
+
+def count_expired_segments(config: LogConfig, segments: Sequence[SegmentStats], now_ms: int) -> int:
+    """How many of the oldest segments retention deletes; the last (active) segment is never counted."""
+    deletable = len(segments) - 1
+    expired = 0
+    if config.retention_ms >= 0:
+        while expired < deletable and now_ms - segments[expired].largest_timestamp > config.retention_ms:
+            expired += 1
+    if config.retention_bytes >= 0:
+        excess = sum(segment.size_bytes for segment in segments[expired:]) - config.retention_bytes
+        while expired < deletable and excess - segments[expired].size_bytes >= 0:
+            excess -= segments[expired].size_bytes
+            expired += 1
+    return expired
