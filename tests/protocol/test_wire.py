@@ -1,0 +1,135 @@
+"""Framing, request headers, response framing and the ApiVersions fallback (protocol.wire), sans-I/O."""
+
+from __future__ import annotations
+
+import io
+import struct
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from kio.schema.api_versions.v0.response import ApiVersionsResponse
+from kio.schema.request_header.v1.header import RequestHeader as KioHeaderV1
+from kio.schema.request_header.v2.header import RequestHeader as KioHeaderV2
+from kio.serial import entity_reader, entity_writer
+
+from kafkalite.protocol.wire import (
+    FrameDecoder,
+    ProtocolError,
+    RequestHeader,
+    api_versions_fallback,
+    decode_request_header,
+    frame_response,
+    peek_request,
+)
+
+
+def framed(payload: bytes) -> bytes:
+    return struct.pack(">i", len(payload)) + payload
+
+
+def drain(decoder: FrameDecoder) -> list[bytes]:
+    frames = []
+    while (frame := decoder.next_frame()) is not None:
+        frames.append(frame)
+    return frames
+
+
+@given(st.lists(st.binary(max_size=300), max_size=8))
+def test_frames_fed_one_byte_at_a_time(payloads: list[bytes]) -> None:
+    decoder = FrameDecoder()
+    received: list[bytes] = []
+    for byte in b"".join(framed(p) for p in payloads):
+        assert decoder.bytes_wanted() >= 1
+        decoder.feed(bytes([byte]))
+        received += drain(decoder)
+    assert received == payloads
+    assert decoder.buffered == 0
+
+
+@given(st.lists(st.binary(max_size=300), max_size=8), st.binary(min_size=1, max_size=3))
+def test_frames_fed_at_once_with_trailing_partial_bytes(payloads: list[bytes], trailing: bytes) -> None:
+    decoder = FrameDecoder()
+    decoder.feed(b"".join(framed(p) for p in payloads) + trailing)
+    assert drain(decoder) == payloads
+    assert decoder.buffered == len(trailing)  # a partial size prefix stays buffered until the rest arrives
+    assert decoder.bytes_wanted() == 4 - len(trailing)
+
+
+def test_partial_body_waits_and_reports_what_it_needs() -> None:
+    decoder = FrameDecoder()
+    decoder.feed(framed(b"abcdef")[:7])
+    assert decoder.next_frame() is None
+    assert decoder.bytes_wanted() == 3
+    decoder.feed(b"def")
+    assert decoder.next_frame() == b"abcdef"
+
+
+@pytest.mark.parametrize("size", [-1, 1025, 2**31 - 1])
+def test_size_outside_limit_is_refused_before_the_body_arrives(size: int) -> None:
+    decoder = FrameDecoder(max_frame_bytes=1024)
+    decoder.feed(struct.pack(">i", size))
+    with pytest.raises(ProtocolError, match="frame size"):
+        decoder.next_frame()
+
+
+def test_frame_of_exactly_the_limit_is_accepted() -> None:
+    decoder = FrameDecoder(max_frame_bytes=1024)
+    decoder.feed(framed(b"x" * 1024))
+    assert decoder.next_frame() == b"x" * 1024
+
+
+def _kio_header(cls: type, client_id: str | None) -> bytes:
+    buffer = io.BytesIO()
+    entity_writer(cls)(buffer, cls(request_api_key=3, request_api_version=12, correlation_id=77, client_id=client_id))
+    return buffer.getvalue()
+
+
+def test_request_header_v0_has_no_client_id() -> None:
+    frame = struct.pack(">hhi", 7, 0, 5) + b"body"
+    header, offset = decode_request_header(frame, 0)
+    assert header == RequestHeader(api_key=7, api_version=0, correlation_id=5, client_id=None)
+    assert frame[offset:] == b"body"
+
+
+@pytest.mark.parametrize(("version", "kio_cls"), [(1, KioHeaderV1), (2, KioHeaderV2)])
+@pytest.mark.parametrize("client_id", [None, "", "rdkafka", "ünïcode"])
+def test_request_header_v1_v2(version: int, kio_cls: type, client_id: str | None) -> None:
+    frame = _kio_header(kio_cls, client_id) + b"body"
+    header, offset = decode_request_header(frame, version)
+    assert header == RequestHeader(api_key=3, api_version=12, correlation_id=77, client_id=client_id)
+    assert frame[offset:] == b"body"
+
+
+def test_request_header_v2_skips_tagged_fields() -> None:
+    # client_id "c" then one tagged field (tag 5, 2 bytes) that we do not know
+    frame = struct.pack(">hhih", 3, 12, 77, 1) + b"c" + b"\x01\x05\x02zz" + b"body"
+    header, offset = decode_request_header(frame, 2)
+    assert header.client_id == "c"
+    assert frame[offset:] == b"body"
+
+
+@pytest.mark.parametrize("frame", [b"", b"\x00\x03\x00", struct.pack(">hhih", 3, 12, 77, 50) + b"short"])
+def test_truncated_request_header_is_a_protocol_error(frame: bytes) -> None:
+    with pytest.raises(ProtocolError):
+        decode_request_header(frame, 1)
+
+
+def test_peek_request() -> None:
+    assert peek_request(struct.pack(">hhi", 18, 4, -3)) == (18, 4, -3)
+
+
+def test_response_framing_v0_and_v1() -> None:
+    assert frame_response(9, 0, b"xy") == struct.pack(">ii", 6, 9) + b"xy"
+    assert frame_response(9, 1, b"xy") == struct.pack(">ii", 7, 9) + b"\x00xy"
+
+
+def test_api_versions_fallback_is_a_v0_body_with_unsupported_version() -> None:
+    frame = api_versions_fallback(42, [(0, 3, 13), (18, 0, 4)])
+    (size, correlation_id) = struct.unpack_from(">ii", frame)
+    assert size == len(frame) - 4
+    assert correlation_id == 42
+    body, consumed = entity_reader(ApiVersionsResponse)(frame[8:], 0)
+    assert consumed == len(frame) - 8
+    assert body.error_code == 35
+    assert [(k.api_key, k.min_version, k.max_version) for k in body.api_keys] == [(0, 3, 13), (18, 0, 4)]
