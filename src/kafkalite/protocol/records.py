@@ -20,11 +20,28 @@ Layout of one batch, all integers big-endian (Kafka's `DefaultRecordBatch`)::
 
 Each record: varint length, int8 attributes, varlong timestamp delta, varint offset delta, varint key length + key
 (-1 = null), varint value length + value, varint header count, then per header varint key length + UTF-8 key and
-varint value length + value (-1 = null). Varints are zigzag-encoded, as in protobuf.
+varint value length + value (-1 = null). Varints are zigzag-encoded, as in protobuf, at most 10 bytes (int64).
+
+Compression (attribute bits 0-2) covers everything after byte 61, as one stream, in the format Kafka clients use:
+
+- gzip (1): an RFC 1952 gzip stream; concatenated members are accepted.
+- snappy (2): Java clients write snappy-java's "xerial" framing: the 16-byte header ``\\x82SNAPPY\\x00`` + int32
+  version + int32 compatible version, then blocks of int32 big-endian length + one raw snappy block (each at most
+  32 KiB uncompressed). librdkafka writes one raw snappy block, no framing. Java's reader accepts both, and so does
+  `decompress`; `compress` writes the xerial framing, as Java clients do.
+- lz4 (3): the LZ4 *frame* format with independent blocks (KIP-57: Java's reader refuses linked blocks).
+- zstd (4): standard zstd frames. librdkafka's frames may omit the content size; those decode too.
 
 Invariants: the broker reads only the 61-byte header (`read_header`) and checks the CRC; it rewrites only the
-base offset and, for LogAppendTime topics, the max timestamp (then the CRC). Everything that fails a check raises
-`CorruptRecordError` with the reason, before any byte is changed.
+base offset and, for LogAppendTime topics, the timestamp type and max timestamp (then the CRC). Everything that fails
+a check raises `CorruptRecordError` with the reason, before any byte is changed; a patch never recomputes the CRC of
+a batch whose stored CRC is already wrong, so corruption is never laundered into a "valid" batch.
+
+Decompression bombs: a snappy body declares its uncompressed size, so it is refused above `MAX_DECOMPRESSED_BYTES`
+before anything is allocated. cramjam has no bounded-output API for gzip, lz4 and zstd (`output_len` only sizes the
+buffer; its streaming decompressors are not incremental), so those are bounded only by their format: about 1032x the
+input for gzip, 255x for lz4, far more for zstd. The broker never decompresses (batches stay opaque), so only a
+consumer that decodes a hostile batch is exposed.
 """
 
 from __future__ import annotations
@@ -35,6 +52,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import NamedTuple
 
+import cramjam
 from crc32c import crc32c
 
 from kafkalite.errors import CorruptRecordError
@@ -55,12 +73,22 @@ ATTR_LOG_APPEND_TIME = 0x08
 ATTR_TRANSACTIONAL = 0x10
 ATTR_CONTROL = 0x20
 
+MAX_DECOMPRESSED_BYTES = 1 << 30
+
+INT64_MIN = -(1 << 63)
+INT64_MAX = (1 << 63) - 1
+
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _BASE_OFFSET = struct.Struct(">q")
 _CRC = struct.Struct(">I")
-_MAX_TIMESTAMP_AT = 35
+_ATTRIBUTES = struct.Struct(">h")
 _INT64 = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
+_MAGIC_AT = 16
+_CRC_AT = 17
+_ATTRIBUTES_AT = 21
+_LAST_OFFSET_DELTA_AT = 23
+_MAX_TIMESTAMP_AT = 35
 
 
 class Compression(IntEnum):
@@ -120,6 +148,7 @@ def read_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeade
     """Parse the header of the batch at `pos`; check it is whole in `buf` and that its magic is 2.
 
     The CRC is not checked here (see `verify_crc`): a caller that only needs offsets pays for 61 bytes, not the batch.
+    This is on the produce path, so it is one `unpack_from` and a few integer comparisons, no per-record work.
     """
     available = len(buf) - pos
     if available < HEADER_SIZE:
@@ -129,12 +158,21 @@ def read_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeade
         raise CorruptRecordError(f"unsupported magic {header.magic} at position {pos} (only RecordBatch v2)")
     if header.batch_length < MIN_BATCH_LENGTH:
         raise CorruptRecordError(f"batch length {header.batch_length} at position {pos} is below {MIN_BATCH_LENGTH}")
-    if header.size > available:
-        raise CorruptRecordError(f"truncated batch: {available} of {header.size} bytes at position {pos}")
+    if header.batch_length + LOG_OVERHEAD > available:
+        raise CorruptRecordError(
+            f"truncated batch: {available} of {header.batch_length + LOG_OVERHEAD} bytes at position {pos}"
+            f" (batch length {header.batch_length})"
+        )
     if header.last_offset_delta < 0 or header.record_count < 0:
-        raise CorruptRecordError(f"negative last offset delta or record count at position {pos}")
-    if header.compression > Compression.ZSTD:
-        raise CorruptRecordError(f"unknown compression codec {header.compression} at position {pos}")
+        raise CorruptRecordError(
+            f"negative last offset delta {header.last_offset_delta} or record count {header.record_count}"
+            f" at position {pos}"
+        )
+    # Masked integer, not `header.compression`: Compression(5..7) would raise ValueError, not CorruptRecordError.
+    if (header.attributes & ATTR_COMPRESSION_MASK) > Compression.ZSTD:
+        raise CorruptRecordError(
+            f"unknown compression codec {header.attributes & ATTR_COMPRESSION_MASK} at position {pos}"
+        )
     return header
 
 
@@ -177,14 +215,44 @@ def valid_prefix(buf: bytes | bytearray | memoryview, pos: int = 0) -> tuple[int
 
 
 def patch_base_offset(buf: bytearray | memoryview, pos: int, base_offset: int) -> None:
-    """Write the broker-assigned base offset into the batch at `pos` (the CRC does not cover it)."""
+    """Write the broker-assigned base offset into the batch at `pos` (the CRC does not cover it).
+
+    Checked first, so a refusal writes nothing: a whole v2 header is at `pos`, and the batch's last offset
+    (base offset + last offset delta) fits in an int64.
+    """
+    available = len(buf) - pos
+    if pos < 0 or available < HEADER_SIZE:
+        raise CorruptRecordError(f"truncated batch header: {available} of {HEADER_SIZE} bytes at position {pos}")
+    if buf[pos + _MAGIC_AT] != MAGIC:
+        raise CorruptRecordError(f"unsupported magic {buf[pos + _MAGIC_AT]} at position {pos} (only RecordBatch v2)")
+    (last_offset_delta,) = _INT32.unpack_from(buf, pos + _LAST_OFFSET_DELTA_AT)
+    if not 0 <= base_offset <= INT64_MAX - max(last_offset_delta, 0):
+        raise ValueError(f"base offset {base_offset} (+ last offset delta {last_offset_delta}) is not a valid offset")
     _BASE_OFFSET.pack_into(buf, pos, base_offset)
 
 
-def patch_log_append_time(buf: bytearray | memoryview, pos: int, header: BatchHeader, timestamp_ms: int) -> None:
-    """Set the max timestamp of a LogAppendTime batch to the broker's clock and recompute the CRC."""
+def patch_log_append_time(
+    buf: bytearray | memoryview, pos: int, header: BatchHeader, timestamp_ms: int
+) -> BatchHeader:
+    """Stamp the batch at `pos` with the broker's clock, as Kafka does for `message.timestamp.type=LogAppendTime`.
+
+    Sets the timestamp-type attribute bit and the max timestamp (readers then report it for every record), then
+    recomputes the CRC; returns the updated header. Before writing anything it checks that `header` still describes
+    the bytes at `pos` (its base offset may differ: the CRC does not cover it) and that the stored CRC is correct;
+    recomputing the CRC of a corrupt batch would make the corruption look valid.
+    """
+    if not INT64_MIN <= timestamp_ms <= INT64_MAX:
+        raise ValueError(f"timestamp {timestamp_ms} does not fit in an int64")
+    current = read_header(buf, pos)
+    if current[1:] != header[1:]:
+        raise ValueError(f"the header passed does not describe the batch at position {pos}")
+    verify_crc(buf, pos, current)
+    attributes = current.attributes | ATTR_LOG_APPEND_TIME
+    _ATTRIBUTES.pack_into(buf, pos + _ATTRIBUTES_AT, attributes)
     _INT64.pack_into(buf, pos + _MAX_TIMESTAMP_AT, timestamp_ms)
-    _CRC.pack_into(buf, pos + 17, crc32c(memoryview(buf)[pos + CRC_START : pos + header.size]))
+    crc = crc32c(memoryview(buf)[pos + CRC_START : pos + current.size])
+    _CRC.pack_into(buf, pos + _CRC_AT, crc)
+    return current._replace(attributes=attributes, max_timestamp=timestamp_ms, crc=crc)
 
 
 # --- records inside a batch -------------------------------------------------------------------------------------
@@ -212,7 +280,9 @@ class RecordToWrite:
 
 
 def encode_varint(value: int) -> bytes:
-    """Zigzag varint (signed 64-bit), as Kafka's record fields use."""
+    """Zigzag varint of a signed 64-bit value, as Kafka's record fields use: 1 to 10 bytes."""
+    if not INT64_MIN <= value <= INT64_MAX:
+        raise ValueError(f"varint value {value} does not fit in an int64")
     zigzag = (value << 1) ^ (value >> 63)
     out = bytearray()
     while zigzag > 0x7F:
@@ -223,12 +293,16 @@ def encode_varint(value: int) -> bytes:
 
 
 def decode_varint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
-    """Decode a zigzag varint at `pos`; return (value, next position). At most 10 bytes (a 64-bit value)."""
+    """Decode a zigzag varint at `pos`; return (value, next position). At most 10 bytes, value within int64."""
+    return _read_varint(buf, pos, len(buf))
+
+
+def _read_varint(buf: bytes | bytearray | memoryview, pos: int, limit: int) -> tuple[int, int]:
+    """`decode_varint` that may not read at or past `limit` (the end of the enclosing record)."""
     result = 0
     shift = 0
-    end = len(buf)
     while True:
-        if pos >= end:
+        if pos >= limit:
             raise CorruptRecordError("truncated varint")
         byte = buf[pos]
         pos += 1
@@ -238,6 +312,8 @@ def decode_varint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, i
         shift += 7
         if shift >= 70:
             raise CorruptRecordError("varint longer than 10 bytes")
+    if result >> 64:
+        raise CorruptRecordError("varint overflows 64 bits")
     return (result >> 1) ^ -(result & 1), pos
 
 
@@ -248,6 +324,7 @@ def _encode_bytes(data: bytes | None) -> bytes:
 
 
 def encode_record(offset_delta: int, timestamp_delta: int, record: RecordToWrite) -> bytes:
+    """Encode one record (length prefix included) as it appears in a batch body."""
     body = bytearray(b"\x00")  # record attributes: unused, always 0
     body += encode_varint(timestamp_delta)
     body += encode_varint(offset_delta)
@@ -302,44 +379,62 @@ def build_batch(
 
 
 def iter_records(batch: bytes | bytearray | memoryview, pos: int = 0) -> Iterator[Record]:
-    """Decode the records of the batch at `pos` (decompressing as needed); validate every length on the way."""
+    """Decode the records of the batch at `pos` (decompressing as needed); validate every length on the way.
+
+    The CRC is not checked here (the broker checked it on append; see `verify_crc`). Every byte of the
+    (decompressed) body must belong to exactly `record_count` records: anything left over raises.
+    """
     header = read_header(batch, pos)
     body = bytes(memoryview(batch)[pos + HEADER_SIZE : pos + header.size])
     body = decompress(header.compression, body)
     cursor, end = 0, len(body)
-    for _ in range(header.record_count):
-        length, cursor = decode_varint(body, cursor)
-        record_end = cursor + length
-        if length < 0 or record_end > end:
-            raise CorruptRecordError(f"record length {length} overruns its batch")
-        cursor += 1  # attributes
-        ts_delta, cursor = decode_varint(body, cursor)
-        offset_delta, cursor = decode_varint(body, cursor)
-        key, cursor = _decode_bytes(body, cursor, record_end)
-        value, cursor = _decode_bytes(body, cursor, record_end)
-        header_count, cursor = decode_varint(body, cursor)
-        if header_count < 0:
-            raise CorruptRecordError(f"negative header count {header_count}")
-        headers: list[tuple[str, bytes | None]] = []
-        for _ in range(header_count):
-            name, cursor = _decode_bytes(body, cursor, record_end)
-            if name is None:
-                raise CorruptRecordError("record header with a null key")
-            header_value, cursor = _decode_bytes(body, cursor, record_end)
-            try:
-                headers.append((name.decode(), header_value))
-            except UnicodeDecodeError as exc:
-                raise CorruptRecordError(f"record header key is not UTF-8: {exc}") from None
-        if cursor != record_end:
-            raise CorruptRecordError(f"record declares {length} bytes but its fields use {length - record_end + cursor}")
-        timestamp = header.max_timestamp if header.log_append_time else header.base_timestamp + ts_delta
-        yield Record(header.base_offset + offset_delta, timestamp, key, value, tuple(headers))
+    for index in range(header.record_count):
+        try:
+            record, cursor = _decode_record(body, cursor, end, header)
+        except CorruptRecordError as exc:
+            raise CorruptRecordError(f"record {index} of the batch at position {pos}: {exc}") from None
+        yield record
     if cursor != end:
-        raise CorruptRecordError(f"{end - cursor} trailing bytes after the last record of the batch")
+        raise CorruptRecordError(
+            f"{end - cursor} trailing bytes after the last of {header.record_count} records of the batch at"
+            f" position {pos}"
+        )
+
+
+def _decode_record(body: bytes, cursor: int, end: int, header: BatchHeader) -> tuple[Record, int]:
+    length, cursor = _read_varint(body, cursor, end)
+    record_end = cursor + length
+    if length < 0 or record_end > end:
+        raise CorruptRecordError(f"record length {length} overruns its batch ({end - cursor} bytes left)")
+    start = cursor
+    if cursor >= record_end:
+        raise CorruptRecordError("record too short for its attributes byte")
+    cursor += 1  # attributes: unused by magic 2
+    ts_delta, cursor = _read_varint(body, cursor, record_end)
+    offset_delta, cursor = _read_varint(body, cursor, record_end)
+    key, cursor = _decode_bytes(body, cursor, record_end)
+    value, cursor = _decode_bytes(body, cursor, record_end)
+    header_count, cursor = _read_varint(body, cursor, record_end)
+    if header_count < 0:
+        raise CorruptRecordError(f"negative header count {header_count}")
+    headers: list[tuple[str, bytes | None]] = []
+    for _ in range(header_count):
+        name, cursor = _decode_bytes(body, cursor, record_end)
+        if name is None:
+            raise CorruptRecordError("record header with a null key")
+        header_value, cursor = _decode_bytes(body, cursor, record_end)
+        try:
+            headers.append((name.decode(), header_value))
+        except UnicodeDecodeError as exc:
+            raise CorruptRecordError(f"record header key is not UTF-8: {exc}") from None
+    if cursor != record_end:
+        raise CorruptRecordError(f"record declares {length} bytes but its fields use {cursor - start}")
+    timestamp = header.max_timestamp if header.log_append_time else header.base_timestamp + ts_delta
+    return Record(header.base_offset + offset_delta, timestamp, key, value, tuple(headers)), cursor
 
 
 def _decode_bytes(buf: bytes, pos: int, limit: int) -> tuple[bytes | None, int]:
-    length, pos = decode_varint(buf, pos)
+    length, pos = _read_varint(buf, pos, limit)
     if length == -1:
         return None, pos
     if length < 0 or pos + length > limit:
@@ -349,16 +444,102 @@ def _decode_bytes(buf: bytes, pos: int, limit: int) -> tuple[bytes | None, int]:
 
 # --- compression ------------------------------------------------------------------------------------------------
 
+# snappy-java's stream header: marker byte, "SNAPPY", NUL, then int32 version 1 and int32 minimum compatible version 1.
+_XERIAL_MAGIC = b"\x82SNAPPY\x00"
+_XERIAL_HEADER = _XERIAL_MAGIC + struct.pack(">ii", 1, 1)
+_XERIAL_BLOCK_SIZE = 32 * 1024  # snappy-java's default: uncompressed bytes per block
+
+# gzip's and zstd's own default levels, which are also Kafka's producer defaults. lz4 uses its fast (non-HC)
+# compressor: Kafka's default lz4 level 9 means LZ4HC, which trades much more CPU for a little size.
+_GZIP_LEVEL = 6
+_ZSTD_LEVEL = 3
+
 
 def compress(codec: Compression, data: bytes) -> bytes:
-    """Compress a batch body with `codec` (identity for NONE)."""
-    if codec is Compression.NONE:
+    """Compress a batch body with `codec` (identity for NONE), in the framing Java Kafka clients write."""
+    if codec == Compression.NONE:
         return data
-    raise NotImplementedError(f"compression {codec.name}")
+    if codec == Compression.GZIP:
+        return bytes(cramjam.gzip.compress(data, level=_GZIP_LEVEL))
+    if codec == Compression.SNAPPY:
+        return _xerial_compress(data)
+    if codec == Compression.LZ4:
+        # Independent blocks and no content checksum, as Java's KafkaLZ4BlockOutputStream writes (KIP-57).
+        compressor = cramjam.lz4.Compressor(content_checksum=False, block_linked=False)
+        compressor.compress(data)
+        return bytes(compressor.finish())
+    if codec == Compression.ZSTD:
+        return bytes(cramjam.zstd.compress(data, level=_ZSTD_LEVEL))
+    raise ValueError(f"unknown compression codec {codec}")
 
 
 def decompress(codec: Compression, data: bytes) -> bytes:
-    """Decompress a batch body written with `codec`; malformed input raises `CorruptRecordError`."""
-    if codec is Compression.NONE:
+    """Decompress a batch body written with `codec`; malformed input raises `CorruptRecordError`.
+
+    Accepts what any Kafka client writes: xerial-framed or raw snappy, LZ4 frames with linked or independent
+    blocks, zstd frames with or without a content size, multi-member gzip.
+    """
+    if codec == Compression.NONE:
         return data
-    raise NotImplementedError(f"compression {codec.name}")
+    try:
+        if codec == Compression.GZIP:
+            return bytes(cramjam.gzip.decompress(data))
+        if codec == Compression.SNAPPY:
+            return _snappy_decompress(data)
+        if codec == Compression.LZ4:
+            return bytes(cramjam.lz4.decompress(data))
+        if codec == Compression.ZSTD:
+            return bytes(cramjam.zstd.decompress(data))
+    except (cramjam.DecompressionError, OSError, ValueError) as exc:
+        raise CorruptRecordError(f"{Compression(codec).name} decompression failed: {exc}") from None
+    raise CorruptRecordError(f"unknown compression codec {codec}")
+
+
+def _xerial_compress(data: bytes) -> bytes:
+    view = memoryview(data)
+    out = [_XERIAL_HEADER]
+    for start in range(0, len(data), _XERIAL_BLOCK_SIZE):
+        block = bytes(cramjam.snappy.compress_raw(view[start : start + _XERIAL_BLOCK_SIZE]))
+        out.append(_INT32.pack(len(block)))
+        out.append(block)
+    return b"".join(out)
+
+
+def _snappy_decompress(data: bytes) -> bytes:
+    """Xerial-framed or raw snappy; each block's declared size is checked before anything is decompressed.
+
+    Raises ValueError (or cramjam's error), which `decompress` turns into `CorruptRecordError`.
+    """
+    if not data.startswith(_XERIAL_MAGIC):
+        _check_decompressed_size(cramjam.snappy.decompress_raw_len(data))
+        return bytes(cramjam.snappy.decompress_raw(data))
+    view = memoryview(data)
+    blocks: list[memoryview] = []
+    total = 0
+    pos, end = 0, len(data)
+    while pos < end:
+        # The header again: a concatenation of streams, which snappy-java reads too. No block length can look like
+        # it (0x82 as the first byte would be a negative int32). Version fields are ignored, as Java and
+        # kafka-python do: some writers put them little-endian.
+        if data.startswith(_XERIAL_MAGIC, pos):
+            if end - pos < len(_XERIAL_HEADER):
+                raise ValueError(f"truncated xerial snappy header at byte {pos}")
+            pos += len(_XERIAL_HEADER)
+            continue
+        if end - pos < 4:
+            raise ValueError(f"truncated xerial snappy block length at byte {pos}")
+        (length,) = _INT32.unpack_from(data, pos)
+        pos += 4
+        if length < 0 or length > end - pos:
+            raise ValueError(f"xerial snappy block of {length} bytes at byte {pos} overruns the stream")
+        block = view[pos : pos + length]
+        total += cramjam.snappy.decompress_raw_len(block)
+        _check_decompressed_size(total)
+        blocks.append(block)
+        pos += length
+    return b"".join([bytes(cramjam.snappy.decompress_raw(block)) for block in blocks])
+
+
+def _check_decompressed_size(size: int) -> None:
+    if size > MAX_DECOMPRESSED_BYTES:
+        raise ValueError(f"decompressed size {size} exceeds the limit of {MAX_DECOMPRESSED_BYTES} bytes")
