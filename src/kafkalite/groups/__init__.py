@@ -1,1 +1,82 @@
-"""kafkalite.groups."""
+"""The consumer-group coordinator (Kafka's classic protocol) as a pure state machine, plus assignors.
+
+`GroupCoordinator` (coordinator.py) holds every group and answers JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
+DescribeGroups, ListGroups, DeleteGroups and the OffsetCommit membership check; the rules and the state table are in
+`_state.py`; results and error codes in `results.py`; range/roundrobin/sticky in `assignors.py`; the "consumer"
+protocol bytes in `consumer_protocol.py`. This package imports nothing of KafkaLite's but `kafkalite.errors`: no
+asyncio, no clock, no storage. Time is passed in as `now_ms`.
+"""
+
+from kafkalite.groups._state import GroupState
+from kafkalite.groups.assignors import (
+    ASSIGNORS,
+    Assignor,
+    MemberSubscription,
+    range_assign,
+    roundrobin_assign,
+    sticky_assign,
+)
+from kafkalite.groups.consumer_protocol import (
+    Assignment,
+    StickyUserData,
+    Subscription,
+    decode_assignment,
+    decode_sticky_user_data,
+    decode_subscription,
+    encode_assignment,
+    encode_sticky_user_data,
+    encode_subscription,
+)
+from kafkalite.groups.coordinator import NEW_MEMBER_JOIN_TIMEOUT_MS, GroupConfig, GroupCoordinator
+from kafkalite.groups.results import (
+    CompletedReply,
+    ErrorCode,
+    GroupDescription,
+    GroupListing,
+    HeartbeatResult,
+    JoinMember,
+    JoinPending,
+    JoinResult,
+    LeaveResult,
+    LeavingMember,
+    MemberDescription,
+    MemberLeaveResult,
+    SyncPending,
+    SyncResult,
+)
+
+__all__ = [
+    "ASSIGNORS",
+    "NEW_MEMBER_JOIN_TIMEOUT_MS",
+    "Assignment",
+    "Assignor",
+    "CompletedReply",
+    "ErrorCode",
+    "GroupConfig",
+    "GroupCoordinator",
+    "GroupDescription",
+    "GroupListing",
+    "GroupState",
+    "HeartbeatResult",
+    "JoinMember",
+    "JoinPending",
+    "JoinResult",
+    "LeaveResult",
+    "LeavingMember",
+    "MemberDescription",
+    "MemberLeaveResult",
+    "MemberSubscription",
+    "StickyUserData",
+    "Subscription",
+    "SyncPending",
+    "SyncResult",
+    "decode_assignment",
+    "decode_sticky_user_data",
+    "decode_subscription",
+    "encode_assignment",
+    "encode_sticky_user_data",
+    "encode_subscription",
+    "range_assign",
+    "roundrobin_assign",
+    "sticky_assign",
+]
