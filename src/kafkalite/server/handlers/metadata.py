@@ -1,0 +1,89 @@
+"""Metadata (API key 3), versions 0-13.
+
+v1 adds is_internal, controller_id, rack; a null topic list means "all topics" (v0: an empty list did) · v2 adds
+cluster_id · v3 adds throttle_time_ms · v4 adds allow_auto_topic_creation (earlier versions always auto-create) ·
+v5 adds offline_replicas · v7 adds leader_epoch · v8 adds authorized operations · v9 is the first flexible version ·
+v10 adds topic ids · v11 drops cluster authorized operations · v12 allows lookups by topic id alone (name null) ·
+v13 adds a top-level error_code.
+
+One broker leads every partition. leader_epoch is -1 (unknown), so librdkafka skips OffsetForLeaderEpoch. Unknown
+topics are created when both the broker (`auto_create_topics`) and the request allow it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafkalite.broker import Topic
+from kafkalite.errors import KafkaLiteError, UnknownTopicError
+from kafkalite.protocol.wire import ApiKey
+from kafkalite.server.dispatch import RequestContext, handles
+from kafkalite.server.handlers._common import INT32_MIN, UNKNOWN_TOPIC_ID, ZERO_UUID, error_code
+
+
+def _topic(ctx: RequestContext, topic: Topic) -> Any:
+    node = ctx.server.node_id
+    partitions = [
+        ctx.build(
+            "MetadataResponsePartition",
+            error_code=0,
+            partition_index=p.index,
+            leader_id=node,
+            leader_epoch=-1,
+            replica_nodes=[node],
+            isr_nodes=[node],
+            offline_replicas=[],
+        )
+        for p in topic.partitions
+    ]
+    return _topic_entry(ctx, 0, topic.name, topic.topic_id, topic.is_internal, partitions)
+
+
+def _topic_entry(
+    ctx: RequestContext, code: int, name: str | None, topic_id: Any, internal: bool = False, partitions: Any = ()
+) -> Any:
+    return ctx.build(
+        "MetadataResponseTopic",
+        error_code=code,
+        name=name,
+        topic_id=topic_id,
+        is_internal=internal,
+        partitions=partitions,
+        topic_authorized_operations=INT32_MIN,
+    )
+
+
+async def _requested_topic(ctx: RequestContext, name: str | None, topic_id: Any, auto_create: bool) -> Any:
+    if name is None:
+        try:
+            return _topic(ctx, ctx.broker.topic_by_id(topic_id))
+        except UnknownTopicError:
+            return _topic_entry(ctx, UNKNOWN_TOPIC_ID, None, topic_id)
+    try:
+        topic = await ctx.broker.ensure_topic(name) if auto_create else ctx.broker.topic(name)
+    except KafkaLiteError as e:
+        return _topic_entry(ctx, error_code(e), name, ZERO_UUID)
+    return _topic(ctx, topic)
+
+
+@handles(ApiKey.METADATA, versions=range(0, 14))
+async def metadata(ctx: RequestContext, req: Any) -> Any:
+    everything = req.topics is None or (ctx.version == 0 and not req.topics)
+    if everything:
+        topics = [_topic(ctx, t) for t in list(ctx.broker.topics.values())]
+    else:
+        auto_create = getattr(req, "allow_auto_topic_creation", True)
+        topics = [await _requested_topic(ctx, t.name, getattr(t, "topic_id", None), auto_create) for t in req.topics]
+    broker = ctx.build(
+        "MetadataResponseBroker", node_id=ctx.server.node_id, host=ctx.server.host, port=ctx.server.port, rack=None
+    )
+    return ctx.build(
+        "MetadataResponse",
+        throttle_time=0,
+        brokers=[broker],
+        cluster_id=ctx.broker.cluster_id,
+        controller_id=ctx.server.node_id,
+        topics=topics,
+        cluster_authorized_operations=INT32_MIN,
+        error_code=0,
+    )

@@ -1,0 +1,97 @@
+"""Start a served broker inside this process: for tests and for users' own test suites.
+
+- `serve(broker)`: an async context manager running a `KafkaServer` in front of an already started `Broker` on the
+  current event loop.
+- `run_in_thread(data_dir=None)`: a context manager that starts its own event loop, broker and server in a daemon
+  thread and yields a `ThreadedServer` (`.bootstrap` is the `host:port` to give a client). Synchronous clients
+  (confluent-kafka, kafka-python, kcat in a subprocess) need the broker to keep running while the test blocks.
+  Leaving the block closes server and broker on their own loop, then joins the thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kafkalite.broker import Broker
+from kafkalite.server.server import KafkaServer
+
+
+@asynccontextmanager
+async def serve(broker: Broker, host: str = "127.0.0.1", port: int = 0, **options: Any) -> AsyncIterator[KafkaServer]:
+    """Serve `broker` on `host:port` (0 = a free port) for the duration of the block; `options` go to KafkaServer."""
+    server = KafkaServer(broker, host, port, **options)
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.close()
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadedServer:
+    """A server running on its own loop in a background thread; touch `broker` only through `call`."""
+
+    server: KafkaServer
+    broker: Broker
+    loop: asyncio.AbstractEventLoop
+
+    @property
+    def bootstrap(self) -> str:
+        return self.server.bootstrap
+
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+    def call(self, coroutine: Any, timeout_s: float = 30.0) -> Any:
+        """Run a coroutine (e.g. `broker.create_topic(...)`) on the server's loop and return its result."""
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout_s)
+
+
+@contextmanager
+def run_in_thread(
+    data_dir: str | Path | None = None,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    startup_timeout_s: float = 30.0,
+    server_options: dict[str, Any] | None = None,
+    **broker_settings: Any,
+) -> Iterator[ThreadedServer]:
+    """A broker (`Broker(data_dir, **broker_settings)`) served on `host:port` from a background thread."""
+    loop = asyncio.new_event_loop()
+    started = threading.Event()
+    stop = asyncio.Event()
+    handle: list[ThreadedServer] = []
+    failure: list[BaseException] = []
+
+    async def main() -> None:
+        try:
+            async with (
+                Broker(data_dir, **broker_settings) as broker,
+                serve(broker, host, port, **(server_options or {})) as server,
+            ):
+                handle.append(ThreadedServer(server, broker, loop))
+                started.set()
+                await stop.wait()
+        except BaseException as e:
+            failure.append(e)
+            started.set()
+
+    thread = threading.Thread(target=loop.run_until_complete, args=(main(),), name="kafkalite-server", daemon=True)
+    thread.start()
+    if not started.wait(startup_timeout_s) or failure:
+        raise RuntimeError("the in-thread KafkaLite server did not start") from (failure[0] if failure else None)
+    try:
+        yield handle[0]
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(startup_timeout_s)
+        if not thread.is_alive():
+            loop.close()

@@ -1,0 +1,174 @@
+"""The asyncio TCP server: a listener and one coroutine per connection.
+
+Per connection: read bytes into a `FrameDecoder`, and for each complete frame decode → handler → encode → write, one
+request at a time, so responses leave in request order (as Kafka does; clients pipeline, and the kernel's socket
+buffer holds what they send ahead). Reads are sized to the frame in progress, so an idle connection holds no buffer
+beyond its stream, and a client that stops reading blocks its own loop at `drain()` instead of growing our memory.
+
+Any exception from a frame (oversized, undecodable, unknown API key, unsupported version) or from a handler closes
+that one connection with a log line; the listener and every other connection carry on.
+
+`close()` stops accepting, cancels idle connections, lets busy ones finish the request they are serving (up to
+`shutdown_grace_s`, then they are cancelled too) and waits for all of them to be gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+from typing import TYPE_CHECKING
+
+from kafkalite.protocol.wire import DEFAULT_MAX_FRAME_BYTES, FrameDecoder, ProtocolError
+from kafkalite.server import handlers  # noqa: F401  (importing the package registers every handler)
+from kafkalite.server.dispatch import ServerInfo, dispatch
+
+if TYPE_CHECKING:
+    from kafkalite.broker import Broker
+
+log = logging.getLogger("kafkalite.server")
+
+_READ_CHUNK = 64 * 1024
+
+
+class _Connection:
+    """One client connection; `busy` while a request is being served."""
+
+    __slots__ = ("busy", "peer", "task")
+
+    def __init__(self, peer: str, task: asyncio.Task[None]) -> None:
+        self.peer = peer
+        self.task = task
+        self.busy = False
+
+
+class KafkaServer:
+    """A Kafka wire-protocol listener in front of one `Broker`."""
+
+    def __init__(
+        self,
+        broker: Broker,
+        host: str = "127.0.0.1",
+        port: int = 9092,
+        *,
+        advertised_host: str | None = None,
+        advertised_port: int | None = None,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        shutdown_grace_s: float = 10.0,
+    ) -> None:
+        self.broker = broker
+        self.host = host
+        self.port = port
+        self._advertised_host = advertised_host
+        self._advertised_port = advertised_port
+        self.max_frame_bytes = max_frame_bytes
+        self.shutdown_grace_s = shutdown_grace_s
+        self._server: asyncio.Server | None = None
+        self._connections: set[_Connection] = set()
+        self._closing = False
+        self._info = ServerInfo(broker.node_id, self.advertised_host, self.advertised_port)
+
+    @property
+    def advertised_host(self) -> str:
+        """The host clients are told to connect to (Metadata, FindCoordinator)."""
+        if self._advertised_host is not None:
+            return self._advertised_host
+        return "127.0.0.1" if self.host in ("", "0.0.0.0", "::") else self.host
+
+    @property
+    def advertised_port(self) -> int:
+        return self.port if self._advertised_port is None else self._advertised_port
+
+    @property
+    def bootstrap(self) -> str:
+        """`host:port` for a client's bootstrap.servers."""
+        return f"{self.advertised_host}:{self.advertised_port}"
+
+    async def start(self) -> None:
+        """Bind and start accepting; with port 0 the kernel picks a free port, readable from `.port` afterwards."""
+        self._server = await asyncio.start_server(self._accept, self.host, self.port, limit=_READ_CHUNK)
+        self.port = self._server.sockets[0].getsockname()[1]
+        self._info = ServerInfo(self.broker.node_id, self.advertised_host, self.advertised_port)
+        log.info("Listening on %s:%d (advertised %s)", self.host, self.port, self.bootstrap)
+
+    async def serve_forever(self) -> None:
+        if self._server is None:
+            await self.start()
+        assert self._server is not None
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._server.serve_forever()
+
+    async def close(self) -> None:
+        """Stop accepting, finish in-flight requests, close every connection."""
+        if self._closing:
+            return
+        self._closing = True
+        if self._server is not None:
+            self._server.close()
+        for connection in list(self._connections):
+            if not connection.busy:
+                connection.task.cancel()
+        tasks = [c.task for c in self._connections]
+        if tasks:
+            _, pending = await asyncio.wait(tasks, timeout=self.shutdown_grace_s)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+        if self._server is not None:
+            await self._server.wait_closed()
+        log.info("Stopped listening on %s:%d", self.host, self.port)
+
+    async def __aenter__(self) -> KafkaServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        peer = "{}:{}".format(*writer.get_extra_info("peername", ("?", 0))[:2])
+        task = asyncio.current_task()
+        assert task is not None
+        connection = _Connection(peer, task)
+        if self._closing:
+            writer.close()
+            return
+        self._connections.add(connection)
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            await self._serve(connection, reader, writer)
+        except ProtocolError as e:
+            log.warning("Closing connection from %s: %s", peer, e)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            log.debug("Connection from %s dropped", peer)
+        except asyncio.CancelledError:
+            pass
+        except Exception:
+            log.exception("Closing connection from %s after an unexpected error", peer)
+        finally:
+            self._connections.discard(connection)
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def _serve(self, connection: _Connection, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        decoder = FrameDecoder(self.max_frame_bytes)
+        while not self._closing:
+            frame = decoder.next_frame()
+            if frame is None:
+                data = await reader.read(max(_READ_CHUNK, decoder.bytes_wanted()))
+                if not data:
+                    if decoder.buffered:
+                        log.debug("Connection from %s closed mid-frame (%d bytes)", connection.peer, decoder.buffered)
+                    return
+                decoder.feed(data)
+                continue
+            connection.busy = True
+            response = await dispatch(self.broker, self._info, frame)
+            if response is not None:
+                writer.write(response)
+                await writer.drain()
+            connection.busy = False

@@ -1,0 +1,101 @@
+"""Fixtures: a real in-memory broker served on a random port, and a minimal raw Kafka client for byte-level tests."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import struct
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from kio.index import load_request_schema, load_response_schema
+from kio.serial import entity_reader, entity_writer
+
+from kafkalite.broker import Broker
+from kafkalite.server import KafkaServer, serve
+
+TIMEOUT_S = 10.0
+
+
+@pytest.fixture
+async def broker() -> AsyncIterator[Broker]:
+    async with Broker(data_dir=None) as b:
+        yield b
+
+
+@pytest.fixture
+async def server(broker: Broker) -> AsyncIterator[KafkaServer]:
+    async with serve(broker, "127.0.0.1", 0, max_frame_bytes=1024 * 1024) as s:
+        yield s
+
+
+class RawClient:
+    """Speaks the wire protocol with kio classes, one request at a time; for tests that need exact bytes."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.correlation_id = 0
+
+    @classmethod
+    async def connect(cls, server: KafkaServer) -> RawClient:
+        reader, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", server.port), TIMEOUT_S)
+        return cls(reader, writer)
+
+    def encode(self, api_key: int, version: int, **fields: Any) -> bytes:
+        request_type = load_request_schema(api_key, version)
+        self.correlation_id += 1
+        header_cls = request_type.__header_schema__
+        buffer = io.BytesIO()
+        entity_writer(header_cls)(
+            buffer,
+            header_cls(
+                request_api_key=api_key, request_api_version=version, correlation_id=self.correlation_id, client_id="t"
+            ),
+        )
+        entity_writer(request_type)(buffer, request_type(**fields))
+        body = buffer.getvalue()
+        return struct.pack(">i", len(body)) + body
+
+    async def send_raw(self, data: bytes) -> None:
+        self.writer.write(data)
+        await self.writer.drain()
+
+    async def read_frame(self) -> bytes:
+        size = struct.unpack(">i", await asyncio.wait_for(self.reader.readexactly(4), TIMEOUT_S))[0]
+        return await asyncio.wait_for(self.reader.readexactly(size), TIMEOUT_S)
+
+    async def request(self, api_key: int, version: int, **fields: Any) -> Any:
+        await self.send_raw(self.encode(api_key, version, **fields))
+        return self.decode_response(api_key, version, await self.read_frame())
+
+    def decode_response(self, api_key: int, version: int, frame: bytes) -> Any:
+        response_type = load_response_schema(api_key, version)
+        (correlation_id,) = struct.unpack_from(">i", frame)
+        assert correlation_id == self.correlation_id
+        offset = 4 + response_type.__header_schema__.__version__  # header v1: one byte of empty tagged fields
+        response, size = entity_reader(response_type)(frame, offset)
+        assert offset + size == len(frame), "every byte of the response is consumed"
+        return response
+
+    async def is_closed_by_server(self) -> bool:
+        """True when the server closed the connection (EOF within the timeout)."""
+        try:
+            return await asyncio.wait_for(self.reader.read(1), TIMEOUT_S) == b""
+        except ConnectionError:
+            return True
+
+    async def close(self) -> None:
+        self.writer.close()
+        try:
+            await self.writer.wait_closed()
+        except ConnectionError:
+            pass
+
+
+@pytest.fixture
+async def raw(server: KafkaServer) -> AsyncIterator[RawClient]:
+    client = await RawClient.connect(server)
+    yield client
+    await client.close()

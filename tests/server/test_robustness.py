@@ -1,0 +1,119 @@
+"""Bad input closes only the offending connection; unknown keys and versions are answered as Kafka does."""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+
+import pytest
+
+from kafkalite.server import KafkaServer
+
+from .conftest import RawClient
+
+pytestmark = pytest.mark.timeout(30)
+
+
+async def assert_still_serving(server: KafkaServer) -> None:
+    client = await RawClient.connect(server)
+    try:
+        response = await client.request(18, 3, client_software_name="t", client_software_version="1")
+        assert response.error_code == 0
+    finally:
+        await client.close()
+
+
+async def test_api_versions_lists_every_handler(raw: RawClient) -> None:
+    response = await raw.request(18, 3, client_software_name="t", client_software_version="1")
+    ranges = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
+    assert ranges[18] == (0, 4)
+    assert ranges[0] == (3, 13)
+    assert ranges[1] == (4, 18)
+    assert ranges[3] == (0, 13)
+
+
+@pytest.mark.parametrize("version", [0, 1, 2, 3, 4])
+async def test_api_versions_every_version(raw: RawClient, version: int) -> None:
+    fields = {"client_software_name": "t", "client_software_version": "1"} if version >= 3 else {}
+    response = await raw.request(18, version, **fields)
+    assert response.error_code == 0
+    assert len(response.api_keys) >= 4
+
+
+async def test_api_versions_above_our_range_gets_the_v0_fallback(raw: RawClient) -> None:
+    # a v9 ApiVersions request: header v2 and a body we cannot know; the reply is a v0 body with error 35
+    body = struct.pack(">hhih", 18, 9, 1234, 1) + b"x" + b"\x00" + b"future body"
+    await raw.send_raw(struct.pack(">i", len(body)) + body)
+    frame = await raw.read_frame()
+    raw.correlation_id = 1234
+    response = raw.decode_response(18, 0, frame)
+    assert response.error_code == 35
+    assert {k.api_key for k in response.api_keys} >= {0, 1, 3, 18}
+    assert (await raw.request(18, 3, client_software_name="t", client_software_version="1")).error_code == 0
+
+
+async def test_unsupported_version_of_another_api_closes(raw: RawClient, server: KafkaServer) -> None:
+    body = struct.pack(">hhih", 0, 2, 1, -1) + b"\x00" * 20  # Produce v2: legacy message sets, not served
+    await raw.send_raw(struct.pack(">i", len(body)) + body)
+    assert await raw.is_closed_by_server()
+    await assert_still_serving(server)
+
+
+async def test_unknown_api_key_closes(raw: RawClient, server: KafkaServer) -> None:
+    body = struct.pack(">hhih", 999, 0, 1, -1)
+    await raw.send_raw(struct.pack(">i", len(body)) + body)
+    assert await raw.is_closed_by_server()
+    await assert_still_serving(server)
+
+
+async def test_oversized_frame_closes_before_the_body_is_sent(raw: RawClient, server: KafkaServer) -> None:
+    await raw.send_raw(struct.pack(">i", 1024 * 1024 + 1))  # the fixture's limit is 1 MiB
+    assert await raw.is_closed_by_server()
+    await assert_still_serving(server)
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        struct.pack(">i", -5),
+        struct.pack(">i", 3) + b"abc",  # shorter than a request header
+        struct.pack(">i", 8 + 30) + struct.pack(">hhi", 3, 12, 1) + b"\xff" * 30,  # garbage after the fixed header
+    ],
+    ids=["negative-size", "short-header", "garbage-body"],
+)
+async def test_malformed_frames_close_only_that_connection(raw: RawClient, server: KafkaServer, payload: bytes) -> None:
+    bystander = await RawClient.connect(server)
+    try:
+        await raw.send_raw(payload)
+        assert await raw.is_closed_by_server()
+        response = await bystander.request(18, 3, client_software_name="t", client_software_version="1")
+        assert response.error_code == 0
+    finally:
+        await bystander.close()
+
+
+async def test_pipelined_requests_are_answered_in_order(raw: RawClient) -> None:
+    frames = b"".join(raw.encode(18, 3, client_software_name="t", client_software_version="1") for _ in range(20))
+    await raw.send_raw(frames)
+    for expected in range(1, 21):
+        frame = await raw.read_frame()
+        assert struct.unpack_from(">i", frame)[0] == expected
+
+
+async def test_a_client_that_disconnects_mid_frame_is_forgotten(server: KafkaServer) -> None:
+    client = await RawClient.connect(server)
+    await client.send_raw(struct.pack(">i", 100) + b"partial")
+    await client.close()
+    await asyncio.sleep(0.05)
+    await assert_still_serving(server)
+
+
+async def test_many_idle_connections(server: KafkaServer) -> None:
+    clients = [await RawClient.connect(server) for _ in range(200)]
+    try:
+        await assert_still_serving(server)
+        response = await clients[-1].request(18, 3, client_software_name="t", client_software_version="1")
+        assert response.error_code == 0
+    finally:
+        for client in clients:
+            await client.close()
