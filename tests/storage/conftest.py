@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from kafkalite.storage import Log, LogConfig, MemoryLog
+from kafkalite.storage import Log, LogConfig, MemoryLog, PartitionLog
 from kafkalite.storage.policy import DEFAULT_CONFIG
 
 from .logkit import FakeClock, LogFactory
 
-ENGINES = ["memory"]
+ENGINES = ["memory", "file"]
 
 
 @pytest.fixture(params=ENGINES)
@@ -27,11 +28,16 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 def make_log(engine: str, tmp_path: Path, clock: FakeClock) -> Iterator[LogFactory]:
-    """Build a log of the parametrised engine; every log built is closed at teardown."""
+    """Build a log of the parametrised engine (each file log in its own directory); all are closed at teardown."""
     logs: list[Log] = []
+    numbers = itertools.count()
 
     def factory(config: LogConfig = DEFAULT_CONFIG) -> Log:
-        log: Log = MemoryLog(config, clock=clock)
+        log: Log
+        if engine == "memory":
+            log = MemoryLog(config, clock=clock)
+        else:
+            log = PartitionLog.open(tmp_path / f"topic-{next(numbers)}", config, clock=clock)
         logs.append(log)
         return log
 

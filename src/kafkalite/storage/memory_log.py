@@ -12,18 +12,13 @@ contiguous (each batch starts at the previous one's last offset + 1); the last s
 
 from __future__ import annotations
 
-import time
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 
 from kafkalite.errors import ClosedError, OffsetOutOfRangeError
 from kafkalite.protocol.records import BatchHeader, iter_records, patch_base_offset
 from kafkalite.storage.base import LogConfig
-from kafkalite.storage.policy import DEFAULT_CONFIG, NO_TIMESTAMP, count_expired_segments, should_roll
-
-
-def wall_clock_ms() -> int:
-    return time.time_ns() // 1_000_000
+from kafkalite.storage.policy import DEFAULT_CONFIG, NO_TIMESTAMP, count_expired_segments, should_roll, wall_clock_ms
 
 
 class _MemorySegment:

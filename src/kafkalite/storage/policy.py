@@ -13,6 +13,7 @@ while the log is bigger than `retention_bytes`, the oldest segments whose remova
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -21,6 +22,11 @@ from kafkalite.storage.base import LogConfig
 INT32_MAX = (1 << 31) - 1
 NO_TIMESTAMP = -1
 DEFAULT_CONFIG = LogConfig()  # frozen, so one shared default is safe
+
+
+def wall_clock_ms() -> int:
+    """The default clock of both engines; tests pass their own."""
+    return time.time_ns() // 1_000_000
 
 
 class SegmentStats(Protocol):

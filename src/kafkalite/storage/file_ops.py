@@ -1,0 +1,61 @@
+"""The system calls the file engine makes, behind one small object so tests can inject faults.
+
+Production uses `FileOps` as is: each method is the bare `os` call. A test subclasses it to make, say, the next
+`pwrite` or `fsync` raise `OSError`, and passes the instance to `PartitionLog.open(..., file_ops=...)`. The engine
+turns every `OSError` into `StorageError` naming the file, so callers never see a raw `OSError`.
+
+`fsync` may run in a worker thread (group commit); it only ever receives file descriptors the engine duplicated for
+that purpose, so closing a segment on the event loop never races with it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+_fdatasync = getattr(os, "fdatasync", os.fsync)  # appends change the size, which fdatasync also flushes
+
+
+class FileOps:
+    """Direct `os` calls; see the module docstring."""
+
+    def open(self, path: Path, flags: int) -> int:
+        return os.open(path, flags | os.O_CLOEXEC, 0o644)
+
+    def pwrite(self, fd: int, data: bytes | bytearray | memoryview, position: int) -> None:
+        written = os.pwrite(fd, data, position)
+        if written < len(data):  # rare on regular files (disk full mid-write); finish or raise
+            view = memoryview(data)
+            while written < len(view):
+                written += os.pwrite(fd, view[written:], position + written)
+
+    def pread(self, fd: int, size: int, position: int) -> bytes:
+        return os.pread(fd, size, position)
+
+    def truncate(self, fd: int, size: int) -> None:
+        os.ftruncate(fd, size)
+
+    def size(self, fd: int) -> int:
+        return os.fstat(fd).st_size
+
+    def modified_ms(self, fd: int) -> int:
+        return os.fstat(fd).st_mtime_ns // 1_000_000
+
+    def dup(self, fd: int) -> int:
+        return os.dup(fd)
+
+    def fsync(self, fd: int) -> None:
+        _fdatasync(fd)
+
+    def fsync_directory(self, directory: Path) -> None:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def close(self, fd: int) -> None:
+        os.close(fd)
+
+    def remove(self, path: Path) -> None:
+        path.unlink(missing_ok=True)

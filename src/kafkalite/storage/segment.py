@@ -1,0 +1,414 @@
+"""One log segment: `<base offset, 20 digits>.log`, `.index` and `.timeindex`, in Kafka's formats.
+
+`.log` holds RecordBatch v2 batches back to back, exactly as producers sent them with the base offset patched; the
+first batch's base offset is the segment's base offset and each next batch starts at the previous last offset + 1.
+`.index` and `.timeindex` are described in `offset_index` and `time_index`; their entries are written through to the
+files as they are made, so after a roll or close both files hold exactly Kafka's entries and nothing else.
+
+Invariants: `size` is the length of the valid batches in `.log` (the file is truncated back to it when a write fails,
+and reads never look past it); every index entry points inside `size`. Writes use `pwrite` at `size`, reads `pread`,
+so no seek position is shared between readers and a failed write cannot shift the next one.
+
+Durability is the caller's business (`PartitionLog.sync` fsyncs `.log` files off the event loop). Index files are not
+fsynced: recovery rebuilds an index that does not match its log.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import struct
+from pathlib import Path
+from typing import NamedTuple
+
+from kafkalite.errors import StorageError
+from kafkalite.protocol.records import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, iter_records, valid_prefix
+from kafkalite.storage.file_ops import FileOps
+from kafkalite.storage.offset_index import OffsetIndex
+from kafkalite.storage.time_index import NO_TIMESTAMP, TimeIndex
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+RECOVERY_CHUNK_BYTES = 4 << 20
+
+# The 61-byte header without `read_header`'s whole-batch check: here only the header is read from disk, and the batch
+# behind it was validated on append or recovery. Same layout as `protocol.records`.
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_BATCH_LENGTH = struct.Struct(">i")
+_BATCH_LENGTH_AT = 8
+
+logger = logging.getLogger("kafkalite.storage")
+
+
+def segment_path(directory: Path, base_offset: int, suffix: str) -> Path:
+    return directory / f"{base_offset:020d}{suffix}"
+
+
+def storage_error(action: str, path: Path, exc: OSError) -> StorageError:
+    return StorageError(f"{action} {path} failed: {exc.strerror or exc}")
+
+
+class _IndexPlan(NamedTuple):
+    """What appending one batch changes besides the log bytes; applied only once the bytes are written."""
+
+    offset_entry: bytes | None
+    time_entry: bytes | None
+    max_timestamp: int
+    offset_of_max_timestamp: int
+
+
+class Segment:
+    """One segment's files and the state appends, reads and retention need; see the module docstring."""
+
+    def __init__(
+        self,
+        directory: Path,
+        base_offset: int,
+        ops: FileOps,
+        fds: tuple[int, int, int],
+        offset_index: OffsetIndex,
+        time_index: TimeIndex,
+        *,
+        size: int,
+        created_ms: int,
+        last_modified_ms: int,
+    ) -> None:
+        self.base_offset = base_offset
+        self.log_path = segment_path(directory, base_offset, LOG_SUFFIX)
+        self.index_path = segment_path(directory, base_offset, INDEX_SUFFIX)
+        self.time_index_path = segment_path(directory, base_offset, TIME_INDEX_SUFFIX)
+        self._ops = ops
+        self.log_fd, self._index_fd, self._time_index_fd = fds
+        self.offset_index = offset_index
+        self.time_index = time_index
+        self.size = size
+        self.created_ms = created_ms
+        self.last_modified_ms = last_modified_ms
+        self.max_timestamp, self.offset_of_max_timestamp = time_index.last_entry()
+        self.first_batch_max_timestamp = NO_TIMESTAMP
+        self.bytes_since_index_entry = 0
+
+    # --- lifecycle --------------------------------------------------------------------------------------------
+
+    @classmethod
+    def create(cls, directory: Path, base_offset: int, ops: FileOps, now_ms: int) -> Segment:
+        """A new empty segment (any files of that name are emptied)."""
+        fds = cls._open_files(directory, base_offset, ops, os.O_RDWR | os.O_CREAT | os.O_TRUNC)
+        return cls(
+            directory,
+            base_offset,
+            ops,
+            fds,
+            OffsetIndex(base_offset),
+            TimeIndex(base_offset),
+            size=0,
+            created_ms=now_ms,
+            last_modified_ms=now_ms,
+        )
+
+    @classmethod
+    def load(cls, directory: Path, base_offset: int, ops: FileOps) -> tuple[Segment, str | None]:
+        """Open an existing segment; also return why its indexes must be rebuilt (None when they look sane)."""
+        index_missing = [
+            path.name
+            for path in (segment_path(directory, base_offset, s) for s in (INDEX_SUFFIX, TIME_INDEX_SUFFIX))
+            if not path.exists()
+        ]
+        fds = cls._open_files(directory, base_offset, ops, os.O_RDWR | os.O_CREAT)
+        log_path = segment_path(directory, base_offset, LOG_SUFFIX)
+        try:
+            size = ops.size(fds[0])
+            modified_ms = ops.modified_ms(fds[0])
+            offset_index = OffsetIndex(base_offset, ops.pread(fds[1], ops.size(fds[1]), 0))
+            time_index = TimeIndex(base_offset, ops.pread(fds[2], ops.size(fds[2]), 0))
+        except OSError as exc:
+            for fd in fds:
+                ops.close(fd)
+            raise storage_error("load", log_path, exc) from exc
+        segment = cls(
+            directory,
+            base_offset,
+            ops,
+            fds,
+            offset_index,
+            time_index,
+            size=size,
+            created_ms=modified_ms,
+            last_modified_ms=modified_ms,
+        )
+        if index_missing:
+            return segment, f"missing {', '.join(index_missing)}"
+        problem = offset_index.problem(size)
+        if problem is not None:
+            return segment, f"offset index: {problem}"
+        problem = time_index.problem()
+        return segment, None if problem is None else f"time index: {problem}"
+
+    @staticmethod
+    def _open_files(directory: Path, base_offset: int, ops: FileOps, flags: int) -> tuple[int, int, int]:
+        opened: list[int] = []
+        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+            path = segment_path(directory, base_offset, suffix)
+            try:
+                opened.append(ops.open(path, flags))
+            except OSError as exc:
+                for fd in opened:
+                    ops.close(fd)
+                raise storage_error("open", path, exc) from exc
+        return opened[0], opened[1], opened[2]
+
+    def become_inactive(self) -> None:
+        """Record the segment's max timestamp in the time index (Kafka does this on roll and close)."""
+        entry = self.time_index.encode_entry_if_newer(self.max_timestamp, self.offset_of_max_timestamp)
+        if entry is None:
+            return
+        try:
+            self._ops.pwrite(self._time_index_fd, entry, self.time_index.size_bytes)
+        except OSError as exc:
+            self._restore_file_sizes()
+            raise storage_error("write", self.time_index_path, exc) from exc
+        self.time_index.append(entry)
+
+    def close(self) -> None:
+        for fd in (self.log_fd, self._index_fd, self._time_index_fd):
+            self._ops.close(fd)
+
+    def delete(self) -> None:
+        """Close and remove the three files."""
+        self.close()
+        for path in (self.log_path, self.index_path, self.time_index_path):
+            try:
+                self._ops.remove(path)
+            except OSError as exc:
+                raise storage_error("delete", path, exc) from exc
+
+    @property
+    def largest_timestamp(self) -> int:
+        """What retention.ms compares with: the max batch timestamp, or the last-modified time without one."""
+        return self.max_timestamp if self.max_timestamp >= 0 else self.last_modified_ms
+
+    @property
+    def size_bytes(self) -> int:
+        return self.size
+
+    # --- append -----------------------------------------------------------------------------------------------
+
+    def append(self, batch: bytearray, last_offset: int, max_timestamp: int, index_interval: int, now_ms: int) -> None:
+        """Write one batch (base offset already patched) at the end; on failure the files are as before."""
+        position = self.size
+        plan = self._plan_index(position, last_offset, max_timestamp, index_interval)
+        try:
+            self._ops.pwrite(self.log_fd, batch, position)
+            if plan.offset_entry is not None:
+                self._ops.pwrite(self._index_fd, plan.offset_entry, self.offset_index.size_bytes)
+            if plan.time_entry is not None:
+                self._ops.pwrite(self._time_index_fd, plan.time_entry, self.time_index.size_bytes)
+        except OSError as exc:
+            self._restore_file_sizes()
+            raise storage_error("append to", self.log_path, exc) from exc
+        self._apply(plan, len(batch), max_timestamp if position == 0 else None)
+        self.size += len(batch)
+        self.last_modified_ms = now_ms
+
+    def _plan_index(self, position: int, last_offset: int, max_timestamp: int, index_interval: int) -> _IndexPlan:
+        """Kafka's `LogSegment.append` bookkeeping: max timestamp so far, and an index entry per interval."""
+        if max_timestamp > self.max_timestamp:
+            new_max, new_max_offset = max_timestamp, last_offset
+        else:
+            new_max, new_max_offset = self.max_timestamp, self.offset_of_max_timestamp
+        if self.bytes_since_index_entry <= index_interval:
+            return _IndexPlan(None, None, new_max, new_max_offset)
+        return _IndexPlan(
+            self.offset_index.encode_entry(last_offset, position),
+            self.time_index.encode_entry_if_newer(new_max, new_max_offset),
+            new_max,
+            new_max_offset,
+        )
+
+    def _apply(self, plan: _IndexPlan, batch_size: int, first_batch_max_timestamp: int | None) -> None:
+        if plan.offset_entry is not None:
+            self.offset_index.append(plan.offset_entry)
+            self.bytes_since_index_entry = 0
+        if plan.time_entry is not None:
+            self.time_index.append(plan.time_entry)
+        self.bytes_since_index_entry += batch_size
+        self.max_timestamp, self.offset_of_max_timestamp = plan.max_timestamp, plan.offset_of_max_timestamp
+        if first_batch_max_timestamp is not None:
+            self.first_batch_max_timestamp = first_batch_max_timestamp
+
+    def _restore_file_sizes(self) -> None:
+        """After a failed write: cut each file back to what the in-memory state says is valid."""
+        for fd, size, path in (
+            (self.log_fd, self.size, self.log_path),
+            (self._index_fd, self.offset_index.size_bytes, self.index_path),
+            (self._time_index_fd, self.time_index.size_bytes, self.time_index_path),
+        ):
+            try:
+                self._ops.truncate(fd, size)
+            except OSError as exc:  # the next pwrite at `size` overwrites the tail anyway; recovery would cut it
+                logger.error("could not cut %s back to %d bytes after a failed write: %s", path, size, exc)
+
+    # --- read -------------------------------------------------------------------------------------------------
+
+    def header_at(self, position: int) -> BatchHeader:
+        data = self._pread(HEADER_SIZE, position)
+        if len(data) < HEADER_SIZE:
+            raise StorageError(f"short read of a batch header at {position} in {self.log_path}")
+        return BatchHeader._make(_HEADER.unpack(data))
+
+    def find_batch(self, offset: int) -> tuple[int, BatchHeader] | None:
+        """(position, header) of the batch holding `offset`: index lookup, then a short forward scan of headers."""
+        position = self.offset_index.lookup(offset)
+        while position < self.size:
+            header = self.header_at(position)
+            if header.base_offset + header.last_offset_delta >= offset:
+                return position, header
+            position += header.size
+        return None
+
+    def read(self, offset: int, max_bytes: int) -> bytes:
+        """Whole batches from the one holding `offset`, up to `max_bytes` but at least one; empty past the end."""
+        found = self.find_batch(offset)
+        if found is None:
+            return b""
+        position, header = found
+        data = self._pread(min(max(max_bytes, header.size), self.size - position), position)
+        end = header.size
+        while end + LOG_OVERHEAD <= len(data):
+            next_end = end + _BATCH_LENGTH.unpack_from(data, end + _BATCH_LENGTH_AT)[0] + LOG_OVERHEAD
+            if next_end > len(data):
+                break
+            end = next_end
+        return data if end == len(data) else data[:end]
+
+    def find_by_timestamp(self, timestamp_ms: int, start_offset: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record at or after `start_offset` with a timestamp >= `timestamp_ms`."""
+        position = self.offset_index.lookup(max(self.time_index.lookup(timestamp_ms), start_offset))
+        while position < self.size:
+            header = self.header_at(position)
+            if header.max_timestamp >= timestamp_ms and header.base_offset + header.last_offset_delta >= start_offset:
+                for record in iter_records(self._pread(header.size, position)):
+                    if record.offset >= start_offset and record.timestamp >= timestamp_ms:
+                        return record.offset, record.timestamp
+            position += header.size
+        return None
+
+    def _pread(self, size: int, position: int) -> bytes:
+        try:
+            return self._ops.pread(self.log_fd, size, position)
+        except OSError as exc:
+            raise storage_error("read", self.log_path, exc) from exc
+
+    # --- truncation and recovery ------------------------------------------------------------------------------
+
+    def truncate_to(self, offset: int, now_ms: int) -> None:
+        """Drop the batches at and after `offset`, which must be the base offset of one of them."""
+        found = self.find_batch(offset)
+        if found is None or found[1].base_offset != offset:
+            raise ValueError(f"offset {offset} is not a batch boundary")
+        self._cut(found[0], offset, now_ms)
+
+    def _cut(self, position: int, next_offset: int, now_ms: int) -> None:
+        self.offset_index.truncate_to_position(position)
+        self.time_index.truncate_to_offset(next_offset)
+        try:
+            self._ops.truncate(self.log_fd, position)
+            self._ops.truncate(self._index_fd, self.offset_index.size_bytes)
+            self._ops.truncate(self._time_index_fd, self.time_index.size_bytes)
+        except OSError as exc:
+            raise storage_error("truncate", self.log_path, exc) from exc
+        self.size = position
+        self.bytes_since_index_entry = 0
+        self._reload_max_timestamp()
+        if position == 0:
+            self.first_batch_max_timestamp = NO_TIMESTAMP
+            self.created_ms = now_ms
+
+    def _reload_max_timestamp(self) -> None:
+        """Max timestamp from the time index's last entry plus the batches after it (Kafka's loadLargestTimestamp)."""
+        self.max_timestamp, self.offset_of_max_timestamp = self.time_index.last_entry()
+        position = self.offset_index.lookup(self.offset_of_max_timestamp)
+        while position < self.size:
+            header = self.header_at(position)
+            if header.max_timestamp > self.max_timestamp:
+                self.max_timestamp = header.max_timestamp
+                self.offset_of_max_timestamp = header.base_offset + header.last_offset_delta
+            position += header.size
+
+    def recover(self, index_interval: int, *, rebuild_reason: str | None, now_ms: int) -> int:
+        """Check the batches after the last index entry (all of them when rebuilding), cut at the first bad one.
+
+        Returns the offset after the last good batch. Logs a WARNING naming the file, position, bytes cut and reason.
+        """
+        last_entry = self.offset_index.last_entry()
+        if rebuild_reason is None and last_entry is not None:
+            entry_offset, position = last_entry
+            header = self.header_at(position) if position + HEADER_SIZE <= self.size else None
+            if header is not None and header.base_offset + header.last_offset_delta == entry_offset:
+                next_offset = self._scan(position, header.base_offset, index_interval, now_ms, resumed=True)
+                if next_offset is not None:
+                    return next_offset
+            rebuild_reason = f"the batch at the last index entry (position {position}) is not valid"
+        if rebuild_reason is not None:
+            logger.warning("rebuilding the indexes of %s: %s", self.log_path, rebuild_reason)
+        self.offset_index = OffsetIndex(self.base_offset)
+        self.time_index = TimeIndex(self.base_offset)
+        self.max_timestamp, self.offset_of_max_timestamp = NO_TIMESTAMP, self.base_offset
+        self.bytes_since_index_entry = 0
+        next_offset = self._scan(0, self.base_offset, index_interval, now_ms, resumed=False)
+        assert next_offset is not None  # a scan from the start always ends somewhere
+        return next_offset
+
+    def _scan(self, start: int, next_offset: int, index_interval: int, now_ms: int, *, resumed: bool) -> int | None:
+        """Validate batches from `start`, rebuilding index entries as appends would have made them.
+
+        When `resumed`, the batch at `start` already has its index entry; None means that batch itself is bad.
+        """
+        position = start
+        stop_reason: str | None = None
+        while position < self.size and stop_reason is None:
+            chunk = self._pread(min(RECOVERY_CHUNK_BYTES, self.size - position), position)
+            _, headers, reason = valid_prefix(chunk)
+            if not headers and len(chunk) >= LOG_OVERHEAD:
+                whole = _BATCH_LENGTH.unpack_from(chunk, _BATCH_LENGTH_AT)[0] + LOG_OVERHEAD
+                if len(chunk) < whole <= self.size - position:  # a batch bigger than the chunk: read it whole
+                    _, headers, reason = valid_prefix(self._pread(whole, position))
+            if not headers:
+                stop_reason = reason
+            for header in headers:
+                if header.base_offset != next_offset:
+                    stop_reason = f"base offset {header.base_offset} where {next_offset} was expected"
+                    break
+                last_offset = header.base_offset + header.last_offset_delta
+                if resumed and position == start:
+                    self.bytes_since_index_entry = 0  # this batch already has its index entry
+                plan = self._plan_index(position, last_offset, header.max_timestamp, index_interval)
+                self._apply(plan, header.size, header.max_timestamp if position == 0 else None)
+                position += header.size
+                next_offset = last_offset + 1
+        if resumed and position == start:
+            return None
+        if position < self.size:
+            logger.warning(
+                "recovery cut %s at position %d: %d bytes dropped (%s)",
+                self.log_path,
+                position,
+                self.size - position,
+                stop_reason,
+            )
+            self._cut(position, next_offset, now_ms)
+        self._write_indexes()
+        return next_offset
+
+    def _write_indexes(self) -> None:
+        """Replace both index files with their in-memory entries (after recovery rebuilt or extended them)."""
+        for fd, entries, path in (
+            (self._index_fd, self.offset_index.entries, self.index_path),
+            (self._time_index_fd, self.time_index.entries, self.time_index_path),
+        ):
+            try:
+                self._ops.truncate(fd, 0)
+                self._ops.pwrite(fd, entries, 0)
+            except OSError as exc:
+                raise storage_error("write", path, exc) from exc
