@@ -18,7 +18,10 @@ a lookup table of its own::
     │   └── PartitionFullError       partition capacity reached (code 89, THROTTLING_QUOTA_EXCEEDED)
     ├── ProducerFencedError          idempotent-producer state says no (sequence or epoch)
     │   ├── DuplicateSequenceError   the batch was already appended; carries the original offsets
-    │   └── OutOfOrderSequenceError  a gap in the sequence (code 45)
+    │   ├── OutOfOrderSequenceError  a gap in the sequence (code 45)
+    │   └── InvalidProducerEpochError  an epoch older than the one the broker knows (code 47)
+    ├── RecordTooLargeError          a batch above max.message.bytes (code 10, MESSAGE_TOO_LARGE)
+    ├── InvalidRecordError           a key, value or header that is not bytes (also a TypeError) (code 87)
     ├── GroupError                   consumer-group protocol outcomes, each with its Kafka code
     └── ClosedError                  the broker, producer or consumer is closed
 
@@ -113,6 +116,18 @@ class DuplicateSequenceError(ProducerFencedError):
 
 class OutOfOrderSequenceError(ProducerFencedError):
     error_code = 45
+
+
+class InvalidProducerEpochError(ProducerFencedError):
+    error_code = 47
+
+
+class RecordTooLargeError(KafkaLiteError):
+    error_code = 10
+
+
+class InvalidRecordError(KafkaLiteError, TypeError):
+    error_code = 87
 
 
 class GroupError(KafkaLiteError):

@@ -1,1 +1,28 @@
-"""kafkalite.broker."""
+"""The domain layer: topics, partitions, produce/fetch routing, committed offsets, dead letters. No sockets."""
+
+from kafkalite.broker.broker import EARLIEST, LATEST, MAX_TIMESTAMP, Broker
+from kafkalite.broker.config import BrokerConfig, ConfigEntry, TopicConfig
+from kafkalite.broker.dead_letter import DeadLetter, DeadLetterQueue, dead_letter_topic
+from kafkalite.broker.offsets import OFFSETS_TOPIC, CommittedOffset, OffsetManager
+from kafkalite.broker.partition import FetchData, Partition, ProduceResult
+from kafkalite.broker.topic import Topic
+
+__all__ = [
+    "EARLIEST",
+    "LATEST",
+    "MAX_TIMESTAMP",
+    "OFFSETS_TOPIC",
+    "Broker",
+    "BrokerConfig",
+    "CommittedOffset",
+    "ConfigEntry",
+    "DeadLetter",
+    "DeadLetterQueue",
+    "FetchData",
+    "OffsetManager",
+    "Partition",
+    "ProduceResult",
+    "Topic",
+    "TopicConfig",
+    "dead_letter_topic",
+]

@@ -1,0 +1,475 @@
+"""The broker: topic registry, routing of produce/fetch to partitions, lifecycle, and what survives a restart.
+
+On disk (`data_dir`), beside Kafka-format partition directories `<topic>-<partition>/`::
+
+    meta.properties                  cluster.id and node.id, as Kafka writes them
+    _kafkalite/topics/<topic>.json   {"topic_id", "partitions", "config"}: written atomically (temp, fsync, rename)
+    _kafkalite/producer-ids          the next block of idempotent-producer ids (handed out 1,000 at a time)
+    <topic>-<n>.<id>-delete/         a deleted topic's partition, renamed first, removed in the background
+
+With `data_dir=None` every partition lives in memory and nothing is written anywhere.
+
+Lifecycle: `start()` loads topics, recovers every log, replays committed offsets and starts the retention task;
+`close()` stops it and closes every log. Produce with `acks=-1` returns after the partition's log is synced (when
+the broker fsyncs); `acks=1` and `acks=0` after the bytes are written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import logging
+import shutil
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+from kafkalite.broker.config import BrokerConfig, TopicConfig
+from kafkalite.broker.dead_letter import DeadLetterQueue
+from kafkalite.broker.group_service import GroupService
+from kafkalite.broker.offsets import OFFSETS_TOPIC, OffsetManager
+from kafkalite.broker.partition import FetchData, Partition, ProduceResult
+from kafkalite.broker.topic import Topic, validate_topic_name
+from kafkalite.errors import (
+    ClosedError,
+    InvalidConfigError,
+    KafkaLiteError,
+    OffsetOutOfRangeError,
+    TopicExistsError,
+    UnknownPartitionError,
+    UnknownTopicError,
+)
+from kafkalite.groups import GroupConfig
+from kafkalite.storage import Log, MemoryLog, PartitionLog, read_file, write_atomically
+
+logger = logging.getLogger("kafkalite.broker")
+
+LATEST = -1
+EARLIEST = -2
+MAX_TIMESTAMP = -3
+MAX_PARTITIONS = 100_000
+_PRODUCER_ID_BLOCK = 1000
+_META_DIR = "_kafkalite"
+
+
+class Broker:
+    """The engine behind both the embedded API and the wire server."""
+
+    def __init__(self, data_dir: str | Path | None = None, *, config: BrokerConfig | None = None, **settings: Any):
+        base = config or BrokerConfig()
+        if data_dir is not None:
+            settings["data_dir"] = Path(data_dir)
+        try:
+            self.config = BrokerConfig(**{**_fields(base), **settings})
+        except TypeError as exc:
+            raise InvalidConfigError(f"unknown broker setting: {exc}") from None
+        self.node_id = self.config.node_id
+        self.cluster_id = ""
+        self.topics: dict[str, Topic] = {}
+        self._topics_by_id: dict[uuid.UUID, Topic] = {}
+        self._offsets: OffsetManager | None = None
+        self._groups: GroupService | None = None
+        self.dead_letters = DeadLetterQueue(self)
+        self._next_producer_id = 0
+        self._producer_id_limit = 0
+        self._transactional_ids: dict[str, tuple[int, int]] = {}
+        self._retention_task: asyncio.Task[None] | None = None
+        self._started = False
+        self._closed = False
+
+    # --- lifecycle --------------------------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    @property
+    def data_dir(self) -> Path | None:
+        return self.config.data_dir
+
+    async def start(self) -> None:
+        if self._started:
+            return
+        began = time.perf_counter()
+        if self.data_dir is not None:
+            await asyncio.to_thread(self._load_from_disk)
+        else:
+            self.cluster_id = _new_cluster_id()
+        if OFFSETS_TOPIC not in self.topics:
+            await self._create_topic(OFFSETS_TOPIC, self.config.offsets_partitions, {}, internal=True)
+        self._offsets = OffsetManager(self.topics[OFFSETS_TOPIC].partitions[0], fsync=self.config.fsync)
+        self._groups = GroupService(
+            GroupConfig(
+                min_session_timeout_ms=self.config.group_min_session_timeout_ms,
+                max_session_timeout_ms=self.config.group_max_session_timeout_ms,
+                initial_rebalance_delay_ms=self.config.group_initial_rebalance_delay_ms,
+            ),
+            self._offsets,
+        )
+        self._retention_task = asyncio.create_task(self._retention_loop(), name="kafkalite-retention")
+        self._started = True
+        logger.info(
+            "Broker %d started with %d topics (%s) in %.0f ms",
+            self.node_id,
+            len(self.topics) - 1,
+            self.data_dir or "in memory",
+            (time.perf_counter() - began) * 1000,
+        )
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._groups is not None:
+            self._groups.close()
+        if self._retention_task is not None:
+            self._retention_task.cancel()
+            await asyncio.gather(self._retention_task, return_exceptions=True)
+        for topic in self.topics.values():
+            for partition in topic.partitions:
+                partition.log.close()
+        logger.info("Broker %d closed", self.node_id)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClosedError("the broker is closed")
+
+    @property
+    def offsets(self) -> OffsetManager:
+        if self._offsets is None:
+            raise ClosedError("the broker is not started: use `async with Broker(...)` or `await broker.start()`")
+        return self._offsets
+
+    @property
+    def groups(self) -> GroupService:
+        if self._groups is None:
+            raise ClosedError("the broker is not started: use `async with Broker(...)` or `await broker.start()`")
+        return self._groups
+
+    # --- topics -----------------------------------------------------------------------------------------------
+
+    def topic(self, name: str) -> Topic:
+        topic = self.topics.get(name)
+        if topic is None:
+            raise UnknownTopicError(f"unknown topic {name!r}")
+        return topic
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> Topic:
+        topic = self._topics_by_id.get(topic_id)
+        if topic is None:
+            raise UnknownTopicError(f"unknown topic id {topic_id}")
+        return topic
+
+    def partition(self, topic: str, index: int) -> Partition:
+        partitions = self.topic(topic).partitions
+        if not isinstance(index, int) or not 0 <= index < len(partitions):
+            raise UnknownPartitionError(f"topic {topic!r} has no partition {index!r} (it has {len(partitions)})")
+        return partitions[index]
+
+    async def create_topic(
+        self,
+        name: str,
+        partitions: int = 1,
+        config: Mapping[str, str] | None = None,
+        *,
+        validate_only: bool = False,
+    ) -> Topic:
+        """Create a topic; raise `TopicExistsError`, `InvalidTopicError` or `InvalidConfigError` on bad input."""
+        self._check_open()
+        validate_topic_name(name)
+        if name in self.topics:
+            raise TopicExistsError(f"topic {name!r} already exists")
+        if not isinstance(partitions, int) or isinstance(partitions, bool) or not 1 <= partitions <= MAX_PARTITIONS:
+            raise InvalidConfigError(f"partitions must be an integer in 1..{MAX_PARTITIONS}, got {partitions!r}")
+        settings = {k: str(v) for k, v in (config or {}).items()}
+        TopicConfig.validated(settings)
+        if validate_only:
+            return Topic(name, uuid.uuid4(), TopicConfig(settings, self.config.topic_defaults), [])
+        topic = await self._create_topic(name, partitions, settings, internal=False)
+        logger.info("Created topic=%s partitions=%d", name, partitions)
+        return topic
+
+    async def ensure_topic(self, name: str) -> Topic:
+        """The topic, auto-created with the broker defaults when `auto_create_topics` allows it."""
+        topic = self.topics.get(name)
+        if topic is not None:
+            return topic
+        if not self.config.auto_create_topics:
+            raise UnknownTopicError(f"unknown topic {name!r} (auto-creation is off)")
+        try:
+            return await self.create_topic(name, self.config.default_partitions)
+        except TopicExistsError:
+            return self.topics[name]
+
+    async def _create_topic(self, name: str, count: int, settings: dict[str, str], *, internal: bool) -> Topic:
+        config = TopicConfig(settings, self.config.topic_defaults)
+        topic = Topic(name, uuid.uuid4(), config, [], is_internal=internal)
+        self.topics[name] = topic
+        self._topics_by_id[topic.topic_id] = topic
+        try:
+            topic.partitions.extend(await self._open_partitions(topic, range(count)))
+            self._save_topic(topic)
+        except BaseException:
+            self.topics.pop(name, None)
+            self._topics_by_id.pop(topic.topic_id, None)
+            raise
+        return topic
+
+    async def delete_topic(self, name: str) -> None:
+        self._check_open()
+        topic = self.topic(name)
+        if topic.is_internal:
+            raise UnknownTopicError(f"internal topic {name!r} cannot be deleted")
+        del self.topics[name]
+        del self._topics_by_id[topic.topic_id]
+        for partition in topic.partitions:
+            partition.log.close()
+        if self.data_dir is not None:
+            doomed = []
+            for partition in topic.partitions:
+                source = self.data_dir / f"{name}-{partition.index}"
+                target = self.data_dir / f"{name}-{partition.index}.{topic.topic_id.hex}-delete"
+                if source.exists():
+                    source.rename(target)
+                    doomed.append(target)
+            (self._meta_dir / "topics" / f"{name}.json").unlink(missing_ok=True)
+            await asyncio.to_thread(_remove_dirs, doomed)
+        logger.info("Deleted topic=%s", name)
+
+    async def create_partitions(self, name: str, total_count: int, *, validate_only: bool = False) -> None:
+        """Grow a topic to `total_count` partitions (Kafka never shrinks a topic)."""
+        self._check_open()
+        topic = self.topic(name)
+        current = len(topic.partitions)
+        if not isinstance(total_count, int) or total_count <= current or total_count > MAX_PARTITIONS:
+            raise InvalidConfigError(
+                f"topic {name!r} has {current} partitions; the new count must be greater (got {total_count!r})"
+            )
+        if validate_only:
+            return
+        topic.partitions.extend(await self._open_partitions(topic, range(current, total_count)))
+        self._save_topic(topic)
+        logger.info("Grew topic=%s from %d to %d partitions", name, current, total_count)
+
+    async def alter_topic_config(
+        self, name: str, changes: Mapping[str, str | None], *, validate_only: bool = False
+    ) -> None:
+        """Set or reset (None) topic configs; every change is validated before any applies."""
+        self._check_open()
+        topic = self.topic(name)
+        TopicConfig.validated(changes)
+        if validate_only:
+            return
+        topic.config.update(changes)
+        log_config = topic.config.log_config()
+        for partition in topic.partitions:
+            partition.log.config = log_config
+        self._save_topic(topic)
+        logger.info("Altered configs of topic=%s: %s", name, dict(changes))
+
+    async def _open_partitions(self, topic: Topic, indexes: range) -> list[Partition]:
+        log_config = topic.config.log_config()
+        if self.data_dir is None:
+            return [Partition(topic.name, i, MemoryLog(log_config), topic.config) for i in indexes]
+        data_dir = self.data_dir
+
+        def open_logs() -> list[Log]:
+            return [
+                PartitionLog.open(data_dir / f"{topic.name}-{i}", log_config, fsync=self.config.fsync) for i in indexes
+            ]
+
+        logs = await asyncio.to_thread(open_logs)
+        return [Partition(topic.name, i, log, topic.config) for i, log in zip(indexes, logs, strict=True)]
+
+    # --- produce and fetch ------------------------------------------------------------------------------------
+
+    async def produce(self, topic: str, partition: int, records: bytes | bytearray, *, acks: int = -1) -> ProduceResult:
+        """Append RecordBatch bytes to a partition; with acks=-1, return once they are durable."""
+        self._check_open()
+        target = self.partition(topic, partition)
+        result = await target.append(records)
+        if acks == -1 and self.config.fsync:
+            await target.log.sync()
+        return result
+
+    def fetch(self, topic: str, partition: int, offset: int, max_bytes: int) -> FetchData:
+        """Whole batches from `offset` (at least one when any exist), as stored."""
+        return self.partition(topic, partition).read(offset, max_bytes)
+
+    async def wait_for_appends(self, partitions: Sequence[Partition], timeout_s: float) -> None:
+        """Return at the first append to any of `partitions`, or after `timeout_s` (the Fetch long poll)."""
+        if timeout_s <= 0 or not partitions:
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        for partition in partitions:
+            partition.add_waiter(waiter)
+        try:
+            await asyncio.wait_for(waiter, timeout_s)
+        except TimeoutError:
+            pass
+        finally:
+            for partition in partitions:
+                partition.remove_waiter(waiter)
+
+    def list_offset(self, topic: str, partition: int, timestamp: int) -> tuple[int, int]:
+        """ListOffsets: (offset, timestamp) for LATEST (-1), EARLIEST (-2), MAX_TIMESTAMP (-3) or a timestamp."""
+        target = self.partition(topic, partition)
+        if timestamp == LATEST:
+            return target.high_watermark, -1
+        if timestamp == EARLIEST:
+            return target.log_start_offset, -1
+        if timestamp == MAX_TIMESTAMP:
+            return target.max_timestamp_offset()
+        found = target.log.offset_for_timestamp(timestamp)
+        return found if found is not None else (-1, -1)
+
+    async def delete_records(self, topic: str, partition: int, before_offset: int) -> int:
+        """Advance the log start offset (DeleteRecords); -1 means up to the high watermark. Returns the new start."""
+        self._check_open()
+        target = self.partition(topic, partition)
+        end = target.high_watermark
+        offset = end if before_offset == -1 else before_offset
+        if not target.log_start_offset <= offset <= end:
+            if offset < target.log_start_offset:
+                return target.log_start_offset
+            raise OffsetOutOfRangeError(offset, target.log_start_offset, end)
+        target.log.delete_records_before(offset)
+        logger.info("Deleted records of %s-%d before offset %d", topic, partition, offset)
+        return target.log_start_offset
+
+    # --- idempotent producers ---------------------------------------------------------------------------------
+
+    async def init_producer_id(
+        self, transactional_id: str | None = None, producer_id: int = -1, producer_epoch: int = -1
+    ) -> tuple[int, int]:
+        """A (producer id, epoch) for an idempotent producer; a known id and epoch get the epoch bumped."""
+        self._check_open()
+        if transactional_id:
+            known = self._transactional_ids.get(transactional_id)
+            if known is not None and known[1] < 32766:
+                self._transactional_ids[transactional_id] = (known[0], known[1] + 1)
+                return self._transactional_ids[transactional_id]
+        elif producer_id >= 0 and 0 <= producer_epoch < 32766:
+            return producer_id, producer_epoch + 1
+        new_id = await self._allocate_producer_id()
+        if transactional_id:
+            self._transactional_ids[transactional_id] = (new_id, 0)
+        return new_id, 0
+
+    async def _allocate_producer_id(self) -> int:
+        if self._next_producer_id >= self._producer_id_limit:
+            start = max(self._producer_id_limit, self._max_producer_id_in_logs() + 1)
+            self._producer_id_limit = start + _PRODUCER_ID_BLOCK
+            self._next_producer_id = start
+            if self.data_dir is not None:
+                path = self._meta_dir / "producer-ids"
+                await asyncio.to_thread(write_atomically, path, str(self._producer_id_limit).encode())
+        self._next_producer_id += 1
+        return self._next_producer_id - 1
+
+    def _max_producer_id_in_logs(self) -> int:
+        return max(
+            (p.producers.max_producer_id() for t in self.topics.values() for p in t.partitions),
+            default=-1,
+        )
+
+    # --- persistence ------------------------------------------------------------------------------------------
+
+    @property
+    def _meta_dir(self) -> Path:
+        assert self.data_dir is not None
+        return self.data_dir / _META_DIR
+
+    def _save_topic(self, topic: Topic) -> None:
+        if self.data_dir is None:
+            return
+        document = {
+            "name": topic.name,
+            "topic_id": str(topic.topic_id),
+            "partitions": len(topic.partitions),
+            "internal": topic.is_internal,
+            "config": topic.config.overrides(),
+        }
+        write_atomically(self._meta_dir / "topics" / f"{topic.name}.json", json.dumps(document, indent=1).encode())
+
+    def _load_from_disk(self) -> None:
+        assert self.data_dir is not None
+        (self._meta_dir / "topics").mkdir(parents=True, exist_ok=True)
+        self.cluster_id = self._load_cluster_id()
+        for leftover in self.data_dir.glob("*-delete"):
+            logger.info("Removing the remains of a deleted topic: %s", leftover.name)
+            shutil.rmtree(leftover, ignore_errors=True)
+        limit = read_file(self._meta_dir / "producer-ids")
+        if limit is not None:
+            self._producer_id_limit = self._next_producer_id = int(limit.decode())
+        for path in sorted((self._meta_dir / "topics").glob("*.json")):
+            try:
+                self._load_topic(json.loads(read_file(path) or b"{}"))
+            except (ValueError, KeyError, KafkaLiteError) as exc:
+                logger.error("Skipping unreadable topic metadata %s: %s", path, exc)
+
+    def _load_topic(self, document: dict[str, Any]) -> None:
+        assert self.data_dir is not None
+        name = document["name"]
+        config = TopicConfig(document.get("config", {}), self.config.topic_defaults)
+        topic = Topic(name, uuid.UUID(document["topic_id"]), config, [], is_internal=document.get("internal", False))
+        log_config = config.log_config()
+        for index in range(int(document["partitions"])):
+            log = PartitionLog.open(self.data_dir / f"{name}-{index}", log_config, fsync=self.config.fsync)
+            topic.partitions.append(Partition(name, index, log, config))
+        self.topics[name] = topic
+        self._topics_by_id[topic.topic_id] = topic
+
+    def _load_cluster_id(self) -> str:
+        assert self.data_dir is not None
+        path = self.data_dir / "meta.properties"
+        properties = read_file(path)
+        if properties is not None:
+            for line in properties.decode().splitlines():
+                if line.startswith("cluster.id="):
+                    return line.split("=", 1)[1].strip()
+        cluster_id = _new_cluster_id()
+        text = f"version=1\ncluster.id={cluster_id}\nnode.id={self.node_id}\n"
+        write_atomically(path, text.encode())
+        return cluster_id
+
+    async def _retention_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.retention_check_interval_s)
+            self.apply_retention()
+
+    def apply_retention(self, now_ms: int | None = None) -> int:
+        """Delete whole old segments of every partition per its retention configs; return how many went."""
+        now = int(time.time() * 1000) if now_ms is None else now_ms
+        deleted = 0
+        for topic in list(self.topics.values()):
+            if topic.is_internal:
+                continue
+            for partition in topic.partitions:
+                deleted += partition.log.apply_retention(now)
+        if deleted:
+            logger.info("Retention deleted %d segments", deleted)
+        return deleted
+
+
+def _fields(config: BrokerConfig) -> dict[str, Any]:
+    return {name: getattr(config, name) for name in config.__dataclass_fields__}
+
+
+def _new_cluster_id() -> str:
+    """22 characters of URL-safe base64, as Kafka's cluster ids are."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def _remove_dirs(paths: list[Path]) -> None:
+    for path in paths:
+        shutil.rmtree(path, ignore_errors=True)

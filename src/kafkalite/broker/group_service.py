@@ -1,0 +1,186 @@
+"""The async driver of the pure group coordinator: clock, timers, and futures for long-polled replies.
+
+`kafkalite.groups.GroupCoordinator` is sans-I/O: it takes `now_ms`, returns results or tickets, and keeps an outbox
+of completed replies. This service is the only place that touches it, from the event loop:
+
+- every call passes the monotonic clock in milliseconds;
+- a `JoinPending`/`SyncPending` ticket becomes a future the caller awaits (a JoinGroup or SyncGroup long poll);
+- after every call the outbox is drained into those futures, and one loop timer is set for `next_deadline_ms()`
+  (session expiry, rebalance timeout), whose callback calls `tick` and drains again.
+
+A caller that stops waiting (its connection closed, its task cancelled) simply drops its future; the coordinator
+still completes the ticket later and the reply is discarded, as Kafka discards replies to closed connections.
+Offset commits are checked here against the group's generation, then stored by the `OffsetManager`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+from kafkalite.broker.offsets import OffsetManager
+from kafkalite.groups import (
+    GroupConfig,
+    GroupCoordinator,
+    GroupDescription,
+    GroupListing,
+    HeartbeatResult,
+    JoinPending,
+    JoinResult,
+    LeaveResult,
+    LeavingMember,
+    SyncPending,
+    SyncResult,
+)
+
+logger = logging.getLogger("kafkalite.groups")
+
+
+def monotonic_ms() -> int:
+    return int(time.monotonic() * 1000)
+
+
+class GroupService:
+    """Consumer groups for the wire handlers and the embedded consumer alike."""
+
+    def __init__(self, config: GroupConfig, offsets: OffsetManager) -> None:
+        self.coordinator = GroupCoordinator(config)
+        self.offsets = offsets
+        self._waiting: dict[int, asyncio.Future[Any]] = {}
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at: int | None = None
+
+    async def join(self, group_id: str, member_id: str, **request: Any) -> JoinResult:
+        """JoinGroup: wait until the rebalance completes (or fails) and return this member's reply."""
+        outcome = self.coordinator.join(group_id, member_id, now_ms=monotonic_ms(), **request)
+        future = self._future_for(outcome.ticket) if isinstance(outcome, JoinPending) else None
+        self._settle()
+        if future is None:
+            assert isinstance(outcome, JoinResult)
+            return outcome
+        result: JoinResult = await future
+        if result.error_code == 0:
+            logger.info(
+                "Group %s generation %d: member %s joined%s",
+                group_id,
+                result.generation_id,
+                result.member_id,
+                " as leader" if result.leader_id == result.member_id else "",
+            )
+        return result
+
+    async def sync(
+        self,
+        group_id: str,
+        member_id: str,
+        generation_id: int,
+        *,
+        assignments: Mapping[str, bytes] | None = None,
+        **request: Any,
+    ) -> SyncResult:
+        """SyncGroup: followers wait for the leader's assignments."""
+        outcome = self.coordinator.sync(
+            group_id, member_id, generation_id, now_ms=monotonic_ms(), assignments=assignments, **request
+        )
+        future = self._future_for(outcome.ticket) if isinstance(outcome, SyncPending) else None
+        self._settle()
+        if future is None:
+            assert isinstance(outcome, SyncResult)
+            return outcome
+        result: SyncResult = await future
+        return result
+
+    def heartbeat(
+        self, group_id: str, member_id: str, generation_id: int, *, group_instance_id: str | None = None
+    ) -> HeartbeatResult:
+        result = self.coordinator.heartbeat(
+            group_id, member_id, generation_id, now_ms=monotonic_ms(), group_instance_id=group_instance_id
+        )
+        self._settle()
+        return result
+
+    def leave(self, group_id: str, members: Sequence[LeavingMember]) -> LeaveResult:
+        result = self.coordinator.leave(group_id, members, now_ms=monotonic_ms())
+        self._settle()
+        for member in result.members:
+            if member.error_code == 0:
+                logger.info("Group %s: member %s left", group_id, member.member_id or member.group_instance_id)
+        return result
+
+    def validate_offset_commit(
+        self, group_id: str, member_id: str, generation_id: int, *, group_instance_id: str | None = None
+    ) -> int:
+        error = self.coordinator.validate_offset_commit(
+            group_id, member_id, generation_id, now_ms=monotonic_ms(), group_instance_id=group_instance_id
+        )
+        self._settle()
+        return error
+
+    async def commit_offsets(
+        self,
+        group_id: str,
+        member_id: str,
+        generation_id: int,
+        offsets: Sequence[tuple[str, int, int, str, int]],
+        *,
+        group_instance_id: str | None = None,
+    ) -> int:
+        """OffsetCommit: check the member and generation, then store (topic, partition, offset, metadata, epoch)
+        entries durably. Returns the Kafka error code for every entry (0 = stored)."""
+        error = self.validate_offset_commit(group_id, member_id, generation_id, group_instance_id=group_instance_id)
+        if error == 0:
+            await self.offsets.commit_many(group_id, offsets)
+        return error
+
+    def describe(self, group_id: str) -> GroupDescription:
+        return self.coordinator.describe(group_id)
+
+    def list_groups(self, states: Collection[str] | None = None) -> list[GroupListing]:
+        return self.coordinator.list_groups(states)
+
+    async def delete_group(self, group_id: str) -> int:
+        error = self.coordinator.delete_group(group_id)
+        if error == 0:
+            await self.offsets.delete(group_id)
+        return error
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        for future in self._waiting.values():
+            future.cancel()
+        self._waiting.clear()
+
+    # --- driver -----------------------------------------------------------------------------------------------
+
+    def _future_for(self, ticket: int) -> asyncio.Future[Any]:
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._waiting[ticket] = future
+        return future
+
+    def _settle(self) -> None:
+        """Hand completed replies to their waiters and arm the timer for the coordinator's next deadline."""
+        for ticket, reply in self.coordinator.take_completed():
+            future = self._waiting.pop(ticket, None)
+            if future is not None and not future.done():
+                future.set_result(reply)
+        deadline = self.coordinator.next_deadline_ms()
+        if deadline == self._timer_at:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._timer_at = deadline
+        if deadline is not None:
+            delay = max(0.0, (deadline - monotonic_ms()) / 1000)
+            self._timer = asyncio.get_running_loop().call_later(delay, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._timer_at = None
+        self.coordinator.tick(monotonic_ms())
+        self._settle()

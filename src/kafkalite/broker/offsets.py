@@ -1,0 +1,180 @@
+"""Committed offsets: group + topic + partition → offset, kept in the internal topic `__consumer_offsets`.
+
+Records use Kafka's own schemas, so Kafka tooling can read the topic:
+
+    key   (OffsetCommitKey v1):   int16 version=1, string group, string topic, int32 partition
+    value (OffsetCommitValue v3): int16 version=3, int64 offset, int32 leader_epoch, string metadata,
+                                  int64 commit_timestamp
+    (strings are int16 length + UTF-8; a null value is a tombstone: the offset was deleted)
+
+The in-memory table is the source of answers; the log is its durable copy, replayed on start (last record per key
+wins). A commit returns once its record is written and, when the broker fsyncs, synced. The log is compacted the
+simple way: once it holds `COMPACT_RATIO` times more records than live keys, the live table is appended as one batch
+and everything before that batch is deleted (`delete_records_before`), so start-up replay stays proportional to the
+number of live offsets.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from kafkalite.broker.log_reader import scan_records
+from kafkalite.broker.partition import Partition
+from kafkalite.errors import CorruptRecordError
+from kafkalite.protocol.records import RecordToWrite, build_batch
+
+logger = logging.getLogger("kafkalite.offsets")
+
+OFFSETS_TOPIC = "__consumer_offsets"
+COMPACT_RATIO = 4
+COMPACT_MIN_RECORDS = 10_000
+_KEY_VERSION = 1
+_VALUE_VERSION = 3
+
+
+@dataclass(frozen=True, slots=True)
+class CommittedOffset:
+    offset: int
+    metadata: str = ""
+    leader_epoch: int = -1
+    commit_timestamp: int = -1
+
+
+OffsetKey = tuple[str, str, int]  # group, topic, partition
+
+
+def _pack_string(text: str) -> bytes:
+    data = text.encode()
+    return struct.pack(">h", len(data)) + data
+
+
+def _unpack_string(buf: bytes, pos: int) -> tuple[str, int]:
+    (length,) = struct.unpack_from(">h", buf, pos)
+    pos += 2
+    if length < 0 or pos + length > len(buf):
+        raise CorruptRecordError(f"offset record string of length {length} overruns its record")
+    return buf[pos : pos + length].decode(), pos + length
+
+
+def encode_key(key: OffsetKey) -> bytes:
+    group, topic, partition = key
+    return struct.pack(">h", _KEY_VERSION) + _pack_string(group) + _pack_string(topic) + struct.pack(">i", partition)
+
+
+def decode_key(data: bytes) -> OffsetKey | None:
+    """The (group, topic, partition) of an offset-commit key; None for other record kinds (group metadata)."""
+    (version,) = struct.unpack_from(">h", data, 0)
+    if version not in (0, 1):
+        return None
+    group, pos = _unpack_string(data, 2)
+    topic, pos = _unpack_string(data, pos)
+    (partition,) = struct.unpack_from(">i", data, pos)
+    return group, topic, partition
+
+
+def encode_value(committed: CommittedOffset) -> bytes:
+    return (
+        struct.pack(">hqi", _VALUE_VERSION, committed.offset, committed.leader_epoch)
+        + _pack_string(committed.metadata)
+        + struct.pack(">q", committed.commit_timestamp)
+    )
+
+
+def decode_value(data: bytes) -> CommittedOffset:
+    (version,) = struct.unpack_from(">h", data, 0)
+    if version != _VALUE_VERSION:
+        raise CorruptRecordError(f"offset commit value version {version} is not supported")
+    offset, leader_epoch = struct.unpack_from(">qi", data, 2)
+    metadata, pos = _unpack_string(data, 14)
+    (timestamp,) = struct.unpack_from(">q", data, pos)
+    return CommittedOffset(offset, metadata, leader_epoch, timestamp)
+
+
+class OffsetManager:
+    """The committed-offset table of every group, persisted in one partition of `__consumer_offsets`."""
+
+    def __init__(self, partition: Partition, *, fsync: bool) -> None:
+        self._partition = partition
+        self._fsync = fsync
+        self._table: dict[OffsetKey, CommittedOffset] = {}
+        self._records_in_log = 0
+        self._load()
+
+    def _load(self) -> None:
+        for record in scan_records(self._partition.log, 0):
+            self._apply(record.key, record.value)
+        if self._table:
+            logger.info("Loaded %d committed offsets from %s", len(self._table), OFFSETS_TOPIC)
+
+    def _apply(self, key_bytes: bytes | None, value: bytes | None) -> None:
+        if key_bytes is None:
+            return
+        key = decode_key(key_bytes)
+        if key is None:
+            return
+        self._records_in_log += 1
+        if value is None:
+            self._table.pop(key, None)
+        else:
+            self._table[key] = decode_value(value)
+
+    def fetch(self, group: str, topic: str, partition: int) -> CommittedOffset | None:
+        return self._table.get((group, topic, partition))
+
+    def committed(self, group: str) -> dict[tuple[str, int], CommittedOffset]:
+        return {(topic, partition): c for (g, topic, partition), c in self._table.items() if g == group}
+
+    def groups(self) -> set[str]:
+        return {group for group, _, _ in self._table}
+
+    async def commit(
+        self, group: str, topic: str, partition: int, offset: int, metadata: str = "", leader_epoch: int = -1
+    ) -> None:
+        await self.commit_many(group, [(topic, partition, offset, metadata, leader_epoch)])
+
+    async def commit_many(self, group: str, commits: Iterable[tuple[str, int, int, str, int]]) -> None:
+        """Commit several offsets of one group as one batch: all become durable together."""
+        now = int(time.time() * 1000)
+        updates = {
+            (group, topic, partition): CommittedOffset(offset, metadata, leader_epoch, now)
+            for topic, partition, offset, metadata, leader_epoch in commits
+        }
+        if not updates:
+            return
+        await self._write({key: value for key, value in updates.items()})
+        self._table.update(updates)
+        if self._records_in_log > max(COMPACT_MIN_RECORDS, COMPACT_RATIO * len(self._table)):
+            await self._compact()
+
+    async def delete(self, group: str, keys: Iterable[tuple[str, int]] | None = None) -> None:
+        """Remove a group's offsets (all, or the given topic-partitions) with tombstones."""
+        doomed = [k for k in self._table if k[0] == group and (keys is None or (k[1], k[2]) in set(keys))]
+        if not doomed:
+            return
+        await self._write(dict.fromkeys(doomed))
+        for key in doomed:
+            self._table.pop(key, None)
+
+    async def _write(self, entries: dict[OffsetKey, CommittedOffset | None]) -> None:
+        now = int(time.time() * 1000)
+        records = [
+            RecordToWrite(None if value is None else encode_value(value), encode_key(key))
+            for key, value in entries.items()
+        ]
+        await self._partition.append(build_batch(records, now_ms=now))
+        self._records_in_log += len(records)
+        if self._fsync:
+            await self._partition.log.sync()
+
+    async def _compact(self) -> None:
+        snapshot_offset = self._partition.high_watermark
+        live = len(self._table)
+        self._records_in_log = 0
+        if self._table:
+            await self._write(dict(self._table))
+        self._partition.log.delete_records_before(snapshot_offset)
+        logger.info("Compacted %s to %d live offsets", OFFSETS_TOPIC, live)

@@ -1,0 +1,169 @@
+"""One partition: the append path's checks, its lock, and the long-poll waiters of its readers.
+
+Append, in order, all before the first byte is written: every batch's header, length and CRC (`read_batches`);
+max.message.bytes; idempotent-producer sequences; the capacity caps (`max.partition.messages`,
+`max.partition.bytes`). Then, under the partition's `asyncio.Lock`, base offsets are assigned and the batches
+written. Nothing awaits between the checks and the write, so a refused produce changes nothing.
+
+The lock is per partition, so writers to different partitions never wait for each other; writers to one
+partition keep their order. With one broker the high watermark is the log end offset: a record is readable as
+soon as it is written (a reader may therefore see data an `acks=all` producer is still waiting to have synced,
+as on a single-replica Kafka with acks=1 readers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+
+from kafkalite.broker.config import TopicConfig
+from kafkalite.broker.log_reader import scan_batches
+from kafkalite.broker.producer_state import ProducerStateTable
+from kafkalite.errors import (
+    CorruptRecordError,
+    DuplicateSequenceError,
+    PartitionFullError,
+    RecordTooLargeError,
+)
+from kafkalite.protocol.records import BatchHeader, patch_log_append_time, read_batches
+from kafkalite.storage import Log
+
+logger = logging.getLogger("kafkalite.partition")
+
+PRODUCER_STATE_WINDOW = 100_000  # records scanned back from the log end to rebuild idempotence state on start
+
+
+@dataclass(frozen=True, slots=True)
+class ProduceResult:
+    """Where a produce landed: the first and last offsets assigned, and the stamp for LogAppendTime topics."""
+
+    base_offset: int
+    last_offset: int
+    log_append_time_ms: int  # -1 for CreateTime topics
+    log_start_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class FetchData:
+    records: bytes
+    high_watermark: int
+    log_start_offset: int
+    last_stable_offset: int
+
+
+class Partition:
+    """Partition `index` of topic `topic`, over a `Log` engine."""
+
+    def __init__(self, topic: str, index: int, log: Log, config: TopicConfig) -> None:
+        self.topic = topic
+        self.index = index
+        self.log = log
+        self.config = config
+        self.lock = asyncio.Lock()
+        self.producers = ProducerStateTable()
+        self._waiters: set[asyncio.Future[None]] = set()
+        self._max_timestamp = -1
+        self._rebuild_producer_state()
+
+    def __repr__(self) -> str:
+        return f"Partition({self.topic}-{self.index}, end={self.log.log_end_offset})"
+
+    @property
+    def high_watermark(self) -> int:
+        return self.log.log_end_offset
+
+    @property
+    def log_start_offset(self) -> int:
+        return self.log.log_start_offset
+
+    @property
+    def message_count(self) -> int:
+        return self.log.log_end_offset - self.log.log_start_offset
+
+    async def append(self, records: bytes | bytearray) -> ProduceResult:
+        """Validate and append the batches in `records`; raise a `KafkaLiteError` and change nothing on refusal."""
+        batches = read_batches(records)
+        if not batches:
+            raise CorruptRecordError("produce carried no record batch")
+        self._check_limits(batches, len(records))
+        to_append: list[tuple[int, BatchHeader]] = []
+        duplicate_of: int | None = None
+        for pos, header in batches:
+            if header.producer_id >= 0:
+                try:
+                    self.producers.check(header)
+                except DuplicateSequenceError as dup:
+                    duplicate_of = dup.base_offset if duplicate_of is None else duplicate_of
+                    continue
+            to_append.append((pos, header))
+        append_time = int(time.time() * 1000) if self.config.log_append_time else -1
+        if not to_append:
+            assert duplicate_of is not None
+            logger.debug("duplicate batch for %s-%d acknowledged at offset %d", self.topic, self.index, duplicate_of)
+            return ProduceResult(duplicate_of, duplicate_of, append_time, self.log.log_start_offset)
+        buffer = bytearray(records)
+        first_offset = -1
+        last_offset = -1
+        async with self.lock:
+            for pos, header in to_append:
+                whole = pos == 0 and header.size == len(buffer)
+                batch = buffer if whole else buffer[pos : pos + header.size]
+                if append_time >= 0:
+                    patch_log_append_time(batch, 0, header, append_time)
+                base, last = self.log.append(batch, header)
+                self._max_timestamp = max(self._max_timestamp, header.max_timestamp)
+                if header.producer_id >= 0:
+                    self.producers.observe(header._replace(base_offset=base))
+                first_offset = base if first_offset < 0 else first_offset
+                last_offset = last
+        self._wake_readers()
+        logger.debug("appended offsets %d..%d to %s-%d", first_offset, last_offset, self.topic, self.index)
+        return ProduceResult(first_offset, last_offset, append_time, self.log.log_start_offset)
+
+    def _check_limits(self, batches: list[tuple[int, BatchHeader]], size: int) -> None:
+        max_batch = self.config.get_int("max.message.bytes")
+        for _, header in batches:
+            if header.size > max_batch:
+                raise RecordTooLargeError(
+                    f"batch of {header.size} bytes exceeds max.message.bytes={max_batch} on {self.topic}"
+                )
+        max_messages = self.config.get_int("max.partition.messages")
+        incoming = sum(header.last_offset_delta + 1 for _, header in batches)
+        if max_messages > 0 and self.message_count + incoming > max_messages:
+            raise PartitionFullError(f"partition {self.topic}-{self.index} is full ({max_messages} messages)")
+        max_bytes = self.config.get_int("max.partition.bytes")
+        if max_bytes > 0 and self.log.size_bytes + size > max_bytes:
+            raise PartitionFullError(f"partition {self.topic}-{self.index} is full ({max_bytes} bytes)")
+
+    def read(self, offset: int, max_bytes: int) -> FetchData:
+        records = self.log.read(offset, max_bytes)
+        end = self.log.log_end_offset
+        return FetchData(records, end, self.log.log_start_offset, end)
+
+    def max_timestamp_offset(self) -> tuple[int, int]:
+        """(offset, timestamp) of the record with the largest timestamp seen (ListOffsets MAX_TIMESTAMP)."""
+        if self._max_timestamp < 0:
+            return -1, -1
+        return self.log.offset_for_timestamp(self._max_timestamp) or (-1, -1)
+
+    def add_waiter(self, waiter: asyncio.Future[None]) -> None:
+        self._waiters.add(waiter)
+
+    def remove_waiter(self, waiter: asyncio.Future[None]) -> None:
+        self._waiters.discard(waiter)
+
+    def _wake_readers(self) -> None:
+        for waiter in self._waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+        self._waiters.clear()
+
+    def _rebuild_producer_state(self) -> None:
+        """Replay the batch headers of the log's tail (idempotence table, max timestamp): headers only, no records."""
+        start = self.log.log_end_offset - PRODUCER_STATE_WINDOW
+        for _chunk, _pos, header in scan_batches(self.log, start):
+            self._max_timestamp = max(self._max_timestamp, header.max_timestamp)
+            if header.producer_id >= 0:
+                self.producers.observe(header)

@@ -1,0 +1,95 @@
+"""Idempotent-producer state: per partition, per producer id, the epoch and the last few batches' sequences.
+
+The rules (Kafka's, for a producer with `enable.idempotence=true`):
+- a batch carries (producer_id, producer_epoch, base_sequence); its records use base_sequence .. +last_offset_delta;
+- an epoch below the known one is fenced (INVALID_PRODUCER_EPOCH); a higher epoch restarts the sequence at 0;
+- a batch equal to one of the last `CACHED_BATCHES` appended batches is a duplicate: it is acknowledged with the
+  original offsets and not appended again (this is what makes a producer's retry after a lost response safe);
+- otherwise the base sequence must follow the last one (wrapping at 2^31), else OUT_OF_ORDER_SEQUENCE_NUMBER;
+- a producer id never seen here is accepted at any sequence, as state may have been lost to retention.
+
+The table is rebuilt on start from the batch headers in the log (`observe`), so it survives restarts and crashes.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from kafkalite.errors import DuplicateSequenceError, InvalidProducerEpochError, OutOfOrderSequenceError
+from kafkalite.protocol.records import BatchHeader
+
+CACHED_BATCHES = 5  # Kafka keeps the last 5: max.in.flight.requests.per.connection for idempotence
+INT32_MAX = 2**31 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class AppendedBatch:
+    first_sequence: int
+    last_sequence: int
+    base_offset: int
+    last_offset: int
+
+
+@dataclass(slots=True)
+class ProducerEntry:
+    epoch: int
+    batches: deque[AppendedBatch] = field(default_factory=lambda: deque(maxlen=CACHED_BATCHES))
+
+    @property
+    def last_sequence(self) -> int:
+        return self.batches[-1].last_sequence if self.batches else -1
+
+
+def _last_sequence(header: BatchHeader) -> int:
+    last = header.base_sequence + header.last_offset_delta
+    return last - INT32_MAX - 1 if last > INT32_MAX else last
+
+
+class ProducerStateTable:
+    """Sequence bookkeeping for one partition."""
+
+    def __init__(self) -> None:
+        self._producers: dict[int, ProducerEntry] = {}
+
+    def check(self, header: BatchHeader) -> None:
+        """Raise if the batch must not be appended: duplicate (with the original offsets), fenced, or out of order."""
+        entry = self._producers.get(header.producer_id)
+        if entry is None:
+            return
+        if header.producer_epoch < entry.epoch:
+            raise InvalidProducerEpochError(
+                f"producer {header.producer_id} epoch {header.producer_epoch} is older than {entry.epoch}"
+            )
+        if header.producer_epoch > entry.epoch:
+            if header.base_sequence != 0:
+                raise OutOfOrderSequenceError(
+                    f"producer {header.producer_id} new epoch {header.producer_epoch} must start at sequence 0, "
+                    f"got {header.base_sequence}"
+                )
+            return
+        last_sequence = _last_sequence(header)
+        for batch in entry.batches:
+            if batch.first_sequence == header.base_sequence and batch.last_sequence == last_sequence:
+                raise DuplicateSequenceError(
+                    f"producer {header.producer_id} batch {header.base_sequence}..{last_sequence} already appended",
+                    batch.base_offset,
+                )
+        expected = 0 if entry.last_sequence == INT32_MAX else entry.last_sequence + 1
+        if header.base_sequence != expected:
+            raise OutOfOrderSequenceError(
+                f"producer {header.producer_id} sent sequence {header.base_sequence}, expected {expected}"
+            )
+
+    def observe(self, header: BatchHeader) -> None:
+        """Record an appended batch (its header already carries the assigned base offset)."""
+        entry = self._producers.get(header.producer_id)
+        if entry is None or header.producer_epoch != entry.epoch:
+            entry = ProducerEntry(header.producer_epoch)
+            self._producers[header.producer_id] = entry
+        entry.batches.append(
+            AppendedBatch(header.base_sequence, _last_sequence(header), header.base_offset, header.last_offset)
+        )
+
+    def max_producer_id(self) -> int:
+        return max(self._producers, default=-1)

@@ -1,0 +1,41 @@
+"""A topic: a name, a stable id, its configs, and N partitions numbered 0..N-1.
+
+Topic names follow Kafka's rules: 1–249 characters from [a-zA-Z0-9._-], not "." or "..". Names starting with "__"
+are reserved for internal topics (`__consumer_offsets`); users cannot create them.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass
+
+from kafkalite.broker.config import TopicConfig
+from kafkalite.broker.partition import Partition
+from kafkalite.errors import InvalidTopicError
+
+MAX_NAME_LENGTH = 249
+_LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
+
+
+def validate_topic_name(name: str, *, internal: bool = False) -> None:
+    if not isinstance(name, str) or not name:
+        raise InvalidTopicError("topic name must be a non-empty string")
+    if len(name) > MAX_NAME_LENGTH:
+        raise InvalidTopicError(f"topic name is longer than {MAX_NAME_LENGTH} characters: {name[:40]}...")
+    if name in (".", "..") or not _LEGAL_NAME.fullmatch(name):
+        raise InvalidTopicError(f"illegal topic name {name!r}: use only a-z, A-Z, 0-9, '.', '_' and '-'")
+    if name.startswith("__") and not internal:
+        raise InvalidTopicError(f"topic names starting with '__' are reserved for internal topics: {name!r}")
+
+
+@dataclass(slots=True)
+class Topic:
+    name: str
+    topic_id: uuid.UUID
+    config: TopicConfig
+    partitions: list[Partition]
+    is_internal: bool = False
+
+    def __repr__(self) -> str:
+        return f"Topic({self.name!r}, partitions={len(self.partitions)})"

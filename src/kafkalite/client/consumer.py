@@ -1,0 +1,438 @@
+"""The async consumer: group membership, partition ownership, positions, commits, and the retry → DLQ handler loop.
+
+Group protocol (Kafka's classic, eager): the consumer joins with its subscription (Kafka's ConsumerProtocol bytes);
+the leader computes the assignment with the chosen assignor and hands it over in SyncGroup; every member then reads
+only its partitions. Before rejoining for a rebalance, a member stops yielding and (with auto-commit) commits its
+positions, and the coordinator completes the rebalance only once every live member has rejoined, so a partition is
+never read by two live owners and the next owner resumes exactly where the last one stopped. Members beyond the
+partition count own nothing: hot standbys that take over when an owner leaves or stops heartbeating.
+
+Positions: a partition's position is the next offset to hand out. It starts at the group's committed offset, or per
+`auto_offset_reset` ("earliest", "latest", "none") when the group has none. A message counts as consumed once it is
+yielded; `commit()` stores the positions. `seek()` moves a position anywhere in the log (replay).
+
+Heartbeats run in a background task every `heartbeat_interval`, and before every fetch, so a long handler does not
+cost the membership and a rebalance is noticed within one poll.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from types import TracebackType
+from typing import Literal, Self
+
+from kafkalite.client.records import Message
+from kafkalite.client.transport import Transport
+from kafkalite.errors import (
+    ClosedError,
+    GroupError,
+    KafkaLiteError,
+    OffsetOutOfRangeError,
+    UnknownPartitionError,
+)
+from kafkalite.groups import (
+    ASSIGNORS,
+    Assignment,
+    MemberSubscription,
+    Subscription,
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
+)
+from kafkalite.protocol.records import iter_records, read_header
+
+logger = logging.getLogger("kafkalite.consumer")
+
+OffsetReset = Literal["earliest", "latest", "none"]
+AssignorName = Literal["range", "roundrobin", "sticky"]
+Handler = Callable[[Message], Awaitable[object] | object]
+TopicPartition = tuple[str, int]
+
+_REJOIN_ERRORS = {22, 25, 27}  # ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS
+_EARLIEST = -2
+_LATEST = -1
+
+
+class Consumer:
+    """Reads topics as a member of `group_id` (or, with `group_id=None`, every partition, committing nothing)."""
+
+    _next_id = 1
+
+    def __init__(
+        self,
+        transport: Transport,
+        topics: str | Sequence[str],
+        *,
+        group_id: str | None,
+        poll_interval: float = 0.1,
+        auto_offset_reset: OffsetReset = "earliest",
+        enable_auto_commit: bool = True,
+        auto_commit_interval: float = 1.0,
+        session_timeout: float = 10.0,
+        heartbeat_interval: float = 1.0,
+        rebalance_timeout: float | None = None,
+        max_poll_records: int = 500,
+        fetch_max_bytes: int = 1 << 20,
+        assignor: AssignorName = "range",
+        name: str | None = None,
+    ) -> None:
+        if auto_offset_reset not in ("earliest", "latest", "none"):
+            raise ValueError(f"auto_offset_reset must be earliest, latest or none, not {auto_offset_reset!r}")
+        if poll_interval <= 0 or session_timeout <= 0 or heartbeat_interval <= 0:
+            raise ValueError("poll_interval, session_timeout and heartbeat_interval must be positive")
+        self._transport = transport
+        self.topics = (topics,) if isinstance(topics, str) else tuple(topics)
+        for topic in self.topics:
+            transport.partition_count(topic)  # unknown topic: fail here, with the topic's name
+        self.group_id = group_id
+        self.poll_interval = poll_interval
+        self._reset = auto_offset_reset
+        self._auto_commit = enable_auto_commit and group_id is not None
+        self._auto_commit_interval = auto_commit_interval
+        self._session_timeout_ms = int(session_timeout * 1000)
+        self._rebalance_timeout_ms = int((rebalance_timeout or session_timeout) * 1000)
+        self._heartbeat_interval = heartbeat_interval
+        self._max_poll_records = max_poll_records
+        self._fetch_max_bytes = fetch_max_bytes
+        if assignor not in ASSIGNORS:
+            raise ValueError(f"unknown assignor {assignor!r}: choose one of {', '.join(ASSIGNORS)}")
+        self._assignor_name = assignor
+        self.name = name or f"consumer-{Consumer._next_id}"
+        Consumer._next_id += 1
+        self.member_id = ""
+        self.generation_id = -1
+        self._assignment: tuple[TopicPartition, ...] = ()
+        self._positions: dict[TopicPartition, int] = {}
+        self._committed: dict[TopicPartition, int] = {}
+        self._buffer: deque[Message] = deque()
+        self._next_partition = 0
+        self._rejoin_needed = group_id is not None
+        self._heartbeat_task: asyncio.Task[None] | None = None
+        self._last_commit = 0.0
+        self._stopping = False
+        self._closed = False
+
+    # --- lifecycle --------------------------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def start(self) -> None:
+        """Join the group and take an assignment (or, without a group, assign every partition)."""
+        if self.group_id is None:
+            self._assign([(t, p) for t in self.topics for p in range(self._transport.partition_count(t))])
+        else:
+            await self._ensure_membership()
+            self._heartbeat_task = asyncio.create_task(self._heartbeat_loop(), name=f"{self.name}-heartbeat")
+
+    def stop(self) -> None:
+        """Make `async for` and `run()` end after the message in hand (the consumer stays a member until close)."""
+        self._stopping = True
+
+    async def close(self) -> None:
+        """Commit (with auto-commit), leave the group (its partitions move to the others at once), stop."""
+        if self._closed:
+            return
+        self._stopping = True
+        if self._heartbeat_task is not None:
+            self._heartbeat_task.cancel()
+            await asyncio.gather(self._heartbeat_task, return_exceptions=True)
+        if self.group_id is not None and self.member_id:
+            if self._auto_commit:
+                await self._commit_quietly()
+            self._transport.leave_group(self.group_id, self.member_id)
+            logger.info("%s left group %s", self.name, self.group_id)
+        self._closed = True
+
+    # --- consuming --------------------------------------------------------------------------------------------
+
+    def assignment(self) -> set[TopicPartition]:
+        """The (topic, partition) pairs this consumer owns now."""
+        return set(self._assignment)
+
+    def position(self, topic: str, partition: int) -> int:
+        return self._positions[(topic, partition)]
+
+    def __aiter__(self) -> AsyncIterator[Message]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[Message]:
+        while not self._stopping:
+            if not self._buffer:
+                await self._fill_buffer(self.poll_interval)
+                continue
+            message = self._buffer.popleft()
+            self._positions[(message.topic, message.partition)] = message.offset + 1
+            yield message
+
+    async def getmany(self, timeout: float | None = None, max_records: int | None = None) -> list[Message]:
+        """Up to `max_records` messages, waiting at most `timeout` (default `poll_interval`) when none are ready."""
+        if not self._buffer:
+            await self._fill_buffer(self.poll_interval if timeout is None else timeout)
+        count = min(len(self._buffer), max_records or self._max_poll_records)
+        messages = [self._buffer.popleft() for _ in range(count)]
+        for message in messages:
+            self._positions[(message.topic, message.partition)] = message.offset + 1
+        return messages
+
+    async def _fill_buffer(self, wait: float) -> None:
+        self._check_open()
+        if self.group_id is not None:
+            self._heartbeat(self.group_id)
+        await self._ensure_membership()
+        await self._maybe_auto_commit()
+        if self._fetch_round():
+            return
+        if not self._assignment:
+            await asyncio.sleep(wait)  # a hot standby: nothing to read until a rebalance gives us partitions
+            return
+        await self._transport.wait_for_data(self._assignment, wait)
+        self._fetch_round()
+
+    def _fetch_round(self) -> bool:
+        """Fetch from the owned partitions, starting after the last one served (fairness); True if any data came."""
+        count = len(self._assignment)
+        for step in range(count):
+            topic, partition = self._assignment[(self._next_partition + step) % count]
+            if self._fetch_partition(topic, partition):
+                self._next_partition = (self._next_partition + step + 1) % count
+                return True
+        return False
+
+    def _fetch_partition(self, topic: str, partition: int) -> bool:
+        position = self._positions[(topic, partition)]
+        try:
+            data = self._transport.fetch(topic, partition, position, self._fetch_max_bytes)
+        except OffsetOutOfRangeError as exc:
+            self._positions[(topic, partition)] = self._reset_position(topic, partition, exc)
+            return False
+        records = data.records
+        pos = 0
+        added = 0
+        while pos < len(records) and added < self._max_poll_records:
+            header = read_header(records, pos)
+            if header.last_offset >= position and not header.is_control:
+                for record in iter_records(records, pos):
+                    if record.offset >= position:
+                        self._buffer.append(
+                            Message(
+                                topic,
+                                partition,
+                                record.offset,
+                                record.key,
+                                record.value,
+                                record.headers,
+                                record.timestamp,
+                            )
+                        )
+                        added += 1
+            pos += header.size
+        if added:
+            logger.debug("%s read %d messages from %s-%d offset=%d", self.name, added, topic, partition, position)
+        return added > 0
+
+    async def run(self, handler: Handler, *, max_retries: int = 3, backoff: float = 0.1) -> None:
+        """Call `handler(message)` for every message until `stop()` or `close()`.
+
+        A handler that raises is retried `max_retries` times with exponential backoff; then the message goes to the
+        dead-letter topic with the exception and the consumer moves on. A handler's failure never ends the loop.
+        """
+        async for message in self:
+            await self._handle(handler, message, max_retries, backoff)
+
+    async def _handle(self, handler: Handler, message: Message, max_retries: int, backoff: float) -> None:
+        delay = backoff
+        for attempt in range(max_retries + 1):
+            try:
+                outcome = handler(message)
+                if inspect.isawaitable(outcome):
+                    await outcome
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                if attempt < max_retries:
+                    logger.info(
+                        "%s handler failed on %s-%d offset=%d (attempt %d/%d): %r",
+                        self.name,
+                        message.topic,
+                        message.partition,
+                        message.offset,
+                        attempt + 1,
+                        max_retries + 1,
+                        exc,
+                    )
+                    await asyncio.sleep(delay)
+                    delay *= 2
+                    continue
+                where = await self._transport.dead_letter(
+                    message.topic,
+                    message.partition,
+                    message.key,
+                    message.value,
+                    message.headers,
+                    exc,
+                    offset=message.offset,
+                    timestamp=message.timestamp,
+                    group_id=self.group_id,
+                )
+                logger.warning(
+                    "%s sent %s-%d offset=%d to %s after %d attempts: %r",
+                    self.name,
+                    message.topic,
+                    message.partition,
+                    message.offset,
+                    where[0],
+                    max_retries + 1,
+                    exc,
+                )
+
+    # --- offsets ----------------------------------------------------------------------------------------------
+
+    async def commit(self) -> None:
+        """Store the positions of every owned partition for the group; `GroupError` if the group moved on."""
+        self._check_open()
+        if self.group_id is None:
+            raise GroupError("a consumer without group_id has no offsets to commit", 24)
+        pending = [(t, p, o) for (t, p), o in self._positions.items() if self._committed.get((t, p)) != o]
+        if not pending:
+            return
+        error = await self._transport.commit(self.group_id, self.member_id, self.generation_id, pending)
+        if error:
+            if error in _REJOIN_ERRORS:
+                self._rejoin_needed = True
+            raise GroupError(f"commit refused by group {self.group_id} (Kafka error {error}); rejoining", error)
+        for topic, partition, offset in pending:
+            self._committed[(topic, partition)] = offset
+        self._last_commit = asyncio.get_running_loop().time()
+
+    async def seek(self, topic: str, partition: int, offset: int) -> None:
+        """Move the position of an owned partition; the next message is the one at `offset` (replay or skip)."""
+        if (topic, partition) not in self._positions:
+            raise UnknownPartitionError(f"{self.name} does not own {topic}-{partition}; assignment: {self._assignment}")
+        start = self._transport.list_offset(topic, partition, _EARLIEST)
+        end = self._transport.list_offset(topic, partition, _LATEST)
+        if not isinstance(offset, int) or not start <= offset <= end:
+            raise OffsetOutOfRangeError(offset, start, end)
+        self._positions[(topic, partition)] = offset
+        self._buffer = deque(m for m in self._buffer if (m.topic, m.partition) != (topic, partition))
+
+    async def _maybe_auto_commit(self) -> None:
+        if self._auto_commit and asyncio.get_running_loop().time() - self._last_commit >= self._auto_commit_interval:
+            await self._commit_quietly()
+
+    async def _commit_quietly(self) -> None:
+        try:
+            await self.commit()
+        except GroupError as exc:
+            logger.info("%s: %s", self.name, exc)
+
+    def _reset_position(self, topic: str, partition: int, cause: KafkaLiteError | None = None) -> int:
+        if self._reset == "none":
+            raise cause or OffsetOutOfRangeError(-1, -1, -1)
+        return self._transport.list_offset(topic, partition, _EARLIEST if self._reset == "earliest" else _LATEST)
+
+    # --- membership -------------------------------------------------------------------------------------------
+
+    async def _ensure_membership(self) -> None:
+        while self._rejoin_needed and self.group_id is not None and not self._closed:
+            if self._auto_commit and self._assignment:
+                await self._commit_quietly()
+            self._rejoin_needed = False
+            if not await self._join_and_sync(self.group_id):
+                self._rejoin_needed = True
+                await asyncio.sleep(min(self.poll_interval, 0.05))
+
+    async def _join_and_sync(self, group_id: str) -> bool:
+        subscription = encode_subscription(
+            Subscription(self.topics, owned_partitions=self._assignment, generation_id=self.generation_id)
+        )
+        joined = await self._transport.join_group(
+            group_id,
+            self.member_id,
+            protocols=[(self._assignor_name, subscription)],
+            session_timeout_ms=self._session_timeout_ms,
+            rebalance_timeout_ms=self._rebalance_timeout_ms,
+            client_id=self.name,
+        )
+        if joined.error_code:
+            if joined.error_code == 25:  # UNKNOWN_MEMBER_ID: our membership expired; join as new
+                self.member_id = ""
+            elif joined.error_code not in _REJOIN_ERRORS and joined.error_code != 79:
+                message = f"{self.name} cannot join group {group_id}: Kafka error {joined.error_code}"
+                raise GroupError(message, joined.error_code)
+            self.member_id = joined.member_id or self.member_id
+            return False
+        self.member_id = joined.member_id
+        self.generation_id = joined.generation_id
+        assignments = None
+        if joined.leader_id == joined.member_id:
+            assignments = self._compute_assignments({m.member_id: m.metadata for m in joined.members})
+        synced = await self._transport.sync_group(group_id, self.member_id, self.generation_id, assignments)
+        if synced.error_code:
+            if synced.error_code == 25:
+                self.member_id = ""
+            return False
+        partitions = decode_assignment(synced.assignment).partitions if synced.assignment else ()
+        self._assign(list(partitions))
+        logger.info(
+            "%s owns %s in group %s generation %d",
+            self.name,
+            ", ".join(f"{t}-{p}" for t, p in self._assignment) or "nothing (standby)",
+            group_id,
+            self.generation_id,
+        )
+        return True
+
+    def _compute_assignments(self, metadata: dict[str, bytes]) -> dict[str, bytes]:
+        subscriptions = {
+            member: MemberSubscription.from_subscription(decode_subscription(data)) for member, data in metadata.items()
+        }
+        topics = {t for s in subscriptions.values() for t in s.topics}
+        counts = {t: self._transport.partition_count(t) for t in topics}
+        plan = ASSIGNORS[self._assignor_name](subscriptions, counts)
+        return {member: encode_assignment(Assignment(tuple(plan.get(member, ())))) for member in subscriptions}
+
+    def _assign(self, partitions: list[TopicPartition]) -> None:
+        self._assignment = tuple(sorted(partitions))
+        self._buffer.clear()
+        self._positions = {}
+        self._committed = {}
+        for topic, partition in self._assignment:
+            committed = self._transport.committed(self.group_id, topic, partition) if self.group_id else None
+            if committed is not None:
+                self._committed[(topic, partition)] = committed
+            self._positions[(topic, partition)] = (
+                committed if committed is not None else self._reset_position(topic, partition)
+            )
+        self._next_partition = 0
+
+    async def _heartbeat_loop(self) -> None:
+        assert self.group_id is not None
+        while True:
+            await asyncio.sleep(self._heartbeat_interval)
+            self._heartbeat(self.group_id)
+
+    def _heartbeat(self, group_id: str) -> None:
+        if self._rejoin_needed or not self.member_id:
+            return
+        error = self._transport.heartbeat(group_id, self.member_id, self.generation_id)
+        if error in _REJOIN_ERRORS:
+            self._rejoin_needed = True
+            if error == 25:
+                self.member_id = ""
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClosedError(f"{self.name} is closed")

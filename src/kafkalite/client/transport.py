@@ -1,0 +1,161 @@
+"""The one interface producers and consumers talk through, and its embedded implementation.
+
+`Producer` and `Consumer` never touch the broker directly: they call a `Transport`. `EmbeddedTransport` calls an
+in-process `kafkalite.broker.Broker` with no sockets and no encoding beyond the RecordBatch bytes themselves; a
+network transport can implement the same methods over the Kafka protocol so the same client code runs against any
+Kafka cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from kafkalite.broker import Broker, FetchData
+from kafkalite.groups import JoinResult, LeavingMember, SyncResult
+
+
+class Transport(Protocol):
+    """What the clients need from a broker."""
+
+    def partition_count(self, topic: str) -> int: ...
+
+    def check_partition(self, topic: str, partition: int) -> None: ...
+
+    async def produce(self, topic: str, partition: int, batch: bytes, *, acks: int) -> int:
+        """Append a RecordBatch; return its base offset."""
+        ...
+
+    async def dead_letter(
+        self,
+        topic: str,
+        partition: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: tuple[tuple[str, bytes | None], ...],
+        error: BaseException,
+        *,
+        offset: int = -1,
+        timestamp: int = -1,
+        group_id: str | None = None,
+    ) -> tuple[str, int, int]:
+        """Write to `<topic>.DLQ`; return (dead-letter topic, partition, offset)."""
+        ...
+
+    def fetch(self, topic: str, partition: int, offset: int, max_bytes: int) -> FetchData: ...
+
+    async def wait_for_data(self, partitions: Sequence[tuple[str, int]], timeout_s: float) -> None: ...
+
+    def list_offset(self, topic: str, partition: int, timestamp: int) -> int: ...
+
+    def committed(self, group_id: str, topic: str, partition: int) -> int | None: ...
+
+    async def commit(
+        self, group_id: str, member_id: str, generation_id: int, offsets: Sequence[tuple[str, int, int]]
+    ) -> int:
+        """Store offsets for the group; return a Kafka error code (0 = stored)."""
+        ...
+
+    async def join_group(
+        self,
+        group_id: str,
+        member_id: str,
+        *,
+        protocols: Sequence[tuple[str, bytes]],
+        session_timeout_ms: int,
+        rebalance_timeout_ms: int,
+        client_id: str,
+    ) -> JoinResult: ...
+
+    async def sync_group(
+        self, group_id: str, member_id: str, generation_id: int, assignments: dict[str, bytes] | None
+    ) -> SyncResult: ...
+
+    def heartbeat(self, group_id: str, member_id: str, generation_id: int) -> int: ...
+
+    def leave_group(self, group_id: str, member_id: str) -> None: ...
+
+
+class EmbeddedTransport:
+    """A `Transport` over an in-process broker."""
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    def partition_count(self, topic: str) -> int:
+        return len(self.broker.topic(topic).partitions)
+
+    def check_partition(self, topic: str, partition: int) -> None:
+        self.broker.partition(topic, partition)
+
+    async def produce(self, topic: str, partition: int, batch: bytes, *, acks: int) -> int:
+        return (await self.broker.produce(topic, partition, batch, acks=acks)).base_offset
+
+    async def dead_letter(
+        self,
+        topic: str,
+        partition: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: tuple[tuple[str, bytes | None], ...],
+        error: BaseException,
+        *,
+        offset: int = -1,
+        timestamp: int = -1,
+        group_id: str | None = None,
+    ) -> tuple[str, int, int]:
+        result = await self.broker.dead_letters.send(
+            topic, partition, key, value, headers, error, offset=offset, timestamp=timestamp, group_id=group_id
+        )
+        return topic + ".DLQ", partition, result.base_offset
+
+    def fetch(self, topic: str, partition: int, offset: int, max_bytes: int) -> FetchData:
+        return self.broker.fetch(topic, partition, offset, max_bytes)
+
+    async def wait_for_data(self, partitions: Sequence[tuple[str, int]], timeout_s: float) -> None:
+        await self.broker.wait_for_appends([self.broker.partition(t, p) for t, p in partitions], timeout_s)
+
+    def list_offset(self, topic: str, partition: int, timestamp: int) -> int:
+        return self.broker.list_offset(topic, partition, timestamp)[0]
+
+    def committed(self, group_id: str, topic: str, partition: int) -> int | None:
+        found = self.broker.offsets.fetch(group_id, topic, partition)
+        return None if found is None else found.offset
+
+    async def commit(
+        self, group_id: str, member_id: str, generation_id: int, offsets: Sequence[tuple[str, int, int]]
+    ) -> int:
+        entries = [(topic, partition, offset, "", -1) for topic, partition, offset in offsets]
+        return await self.broker.groups.commit_offsets(group_id, member_id, generation_id, entries)
+
+    async def join_group(
+        self,
+        group_id: str,
+        member_id: str,
+        *,
+        protocols: Sequence[tuple[str, bytes]],
+        session_timeout_ms: int,
+        rebalance_timeout_ms: int,
+        client_id: str,
+    ) -> JoinResult:
+        return await self.broker.groups.join(
+            group_id,
+            member_id,
+            protocol_type="consumer",
+            protocols=protocols,
+            session_timeout_ms=session_timeout_ms,
+            rebalance_timeout_ms=rebalance_timeout_ms,
+            client_id=client_id,
+            client_host="embedded",
+        )
+
+    async def sync_group(
+        self, group_id: str, member_id: str, generation_id: int, assignments: dict[str, bytes] | None
+    ) -> SyncResult:
+        return await self.broker.groups.sync(group_id, member_id, generation_id, assignments=assignments)
+
+    def heartbeat(self, group_id: str, member_id: str, generation_id: int) -> int:
+        return self.broker.groups.heartbeat(group_id, member_id, generation_id).error_code
+
+    def leave_group(self, group_id: str, member_id: str) -> None:
+        self.broker.groups.leave(group_id, [LeavingMember(member_id)])

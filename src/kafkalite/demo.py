@@ -1,0 +1,161 @@
+"""The seed's story, end to end, on the real broker: `python main.py` or `kafkalite demo`.
+
+Topic `orders` with 3 partitions; 3 async producers with keyed messages (MD5 routing); group `billing` with two
+consumers and group `fulfillment` with one, reading the same topic independently. Halfway through, one billing
+consumer leaves and the group rebalances. One poison message makes billing's handler fail: it is retried, then
+dead-lettered to `orders.DLQ`; the "bug" is then fixed and the dead letter replayed. The demo ends by itself once
+every group has handled every message, and returns a summary.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.table import Table
+
+from kafkalite.client import Broker, Consumer, Message
+
+TOPIC = "orders"
+GROUPS = {"billing": 2, "fulfillment": 1}
+POISON = b"POISON"
+
+producer_log = logging.getLogger("kafkalite.producer")
+consumer_log = logging.getLogger("kafkalite.consumer")
+demo_log = logging.getLogger("kafkalite.demo")
+
+
+@dataclass(frozen=True, slots=True)
+class DemoSettings:
+    messages_per_producer: int = 12
+    producers: int = 3
+    partitions: int = 3
+    data_dir: Path | None = None
+    send_interval: float = 0.01
+    timeout: float = 30.0
+
+
+@dataclass
+class DemoSummary:
+    produced: int = 0
+    consumed: Counter[str] = field(default_factory=Counter)
+    dead_lettered: Counter[str] = field(default_factory=Counter)
+    replayed: int = 0
+    rebalanced: bool = False
+    seconds: float = 0.0
+
+    def as_table(self) -> Table:
+        table = Table(title=f"KafkaLite demo: {self.produced} messages produced to '{TOPIC}' in {self.seconds:.1f}s")
+        for column in ("group", "produced", "consumed", "dead-lettered", "replayed"):
+            table.add_column(column, justify="right" if column != "group" else "left")
+        for group in GROUPS:
+            replayed = str(self.replayed) if self.dead_lettered[group] else "0"  # only billing's letters replay
+            table.add_row(
+                group, str(self.produced), str(self.consumed[group]), str(self.dead_lettered[group]), replayed
+            )
+        return table
+
+
+async def run_demo(settings: DemoSettings = DemoSettings()) -> DemoSummary:
+    began = time.perf_counter()
+    summary = DemoSummary()
+    poison_bug = {"present": True}
+    async with Broker(data_dir=settings.data_dir, group_min_session_timeout_ms=100) as broker:
+        if TOPIC not in broker.topics:
+            await broker.create_topic(TOPIC, partitions=settings.partitions)
+        consumers: list[tuple[str, Consumer, asyncio.Task[None]]] = []
+        for group, count in GROUPS.items():
+            for number in range(1, count + 1):
+                name = f"{group}-{number}"
+                consumer = broker.consumer(
+                    TOPIC,
+                    group_id=group,
+                    name=name,
+                    poll_interval=0.05,
+                    session_timeout=1.0,
+                    heartbeat_interval=0.1,
+                )
+                await consumer.start()
+                handler = _handler(name, group, summary, poison_bug)
+                task = asyncio.create_task(consumer.run(handler, max_retries=2, backoff=0.02))
+                consumers.append((group, consumer, task))
+
+        total = settings.messages_per_producer * settings.producers
+        halfway = asyncio.Event()
+        producers = [
+            asyncio.create_task(_produce(broker, number, settings, summary, halfway, total))
+            for number in range(1, settings.producers + 1)
+        ]
+        await halfway.wait()
+        leaving_group, leaving, leaving_task = consumers.pop(1)
+        demo_log.info("Consumer %s is leaving group %s halfway: watch the rebalance", leaving.name, leaving_group)
+        leaving.stop()
+        await leaving_task
+        await leaving.close()
+        summary.rebalanced = True
+        await asyncio.gather(*producers)
+
+        def settled(expected: int) -> bool:
+            summary.dead_lettered = Counter(d.consumer_group or "" for d in broker.dead_letters.list(TOPIC))
+            return all(summary.consumed[g] + summary.dead_lettered[g] >= expected for g in GROUPS)
+
+        await _wait_until(lambda: settled(total), settings.timeout)
+        poison_bug["present"] = False
+        demo_log.info("The poison-message bug is fixed: replaying the dead letters of %s", TOPIC)
+        summary.replayed = await broker.dead_letters.replay(TOPIC)
+        await _wait_until(lambda: settled(total + summary.replayed), settings.timeout)
+
+        for _, consumer, task in consumers:
+            consumer.stop()
+            await task
+            await consumer.close()
+    summary.seconds = time.perf_counter() - began
+    return summary
+
+
+async def _wait_until(condition: Callable[[], bool], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            demo_log.warning("The demo gave up waiting after %.0fs", timeout)
+            return
+        await asyncio.sleep(0.02)
+
+
+async def _produce(
+    broker: Broker, number: int, settings: DemoSettings, summary: DemoSummary, halfway: asyncio.Event, total: int
+) -> None:
+    async with broker.producer(name=str(number)) as producer:
+        for index in range(settings.messages_per_producer):
+            producer_log.info("Producer %d generating message %d", number, index)
+            value = f"producer {number} generate the message id-{index}".encode()
+            if number == 2 and index == settings.messages_per_producer // 2:
+                value = POISON + b" " + value
+            meta = await producer.send(TOPIC, value, key=f"customer-{index % 5}".encode())
+            producer_log.info(
+                "Producer %d appended message %d to partition %d offset=%d", number, index, meta.partition, meta.offset
+            )
+            summary.produced += 1
+            if summary.produced >= total // 2:
+                halfway.set()
+            await asyncio.sleep(settings.send_interval)
+
+
+def _handler(
+    name: str, group: str, summary: DemoSummary, poison_bug: dict[str, bool]
+) -> Callable[[Message], Awaitable[None]]:
+    async def handle(message: Message) -> None:
+        text = (message.value or b"").decode(errors="replace")
+        if group == "billing" and message.value and message.value.startswith(POISON) and poison_bug["present"]:
+            raise ValueError(f"cannot bill {text!r}")
+        consumer_log.info(
+            "Consumer %s received: %s (partition %d offset=%d)", name, text, message.partition, message.offset
+        )
+        summary.consumed[group] += 1
+
+    return handle
