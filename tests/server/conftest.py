@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import io
 import struct
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -94,8 +94,23 @@ class RawClient:
             pass
 
 
+Connect = Callable[[], Awaitable[RawClient]]
+
+
 @pytest.fixture
-async def raw(server: KafkaServer) -> AsyncIterator[RawClient]:
-    client = await RawClient.connect(server)
-    yield client
-    await client.close()
+async def connect(server: KafkaServer) -> AsyncIterator[Connect]:
+    """A factory of raw connections to the server, all closed at teardown."""
+    clients: list[RawClient] = []
+
+    async def open_client() -> RawClient:
+        clients.append(await RawClient.connect(server))
+        return clients[-1]
+
+    yield open_client
+    for client in clients:
+        await client.close()
+
+
+@pytest.fixture
+async def raw(connect: Connect) -> RawClient:
+    return await connect()

@@ -4,26 +4,22 @@ from __future__ import annotations
 
 import asyncio
 import struct
+from typing import Any
 
 import pytest
 
 from kafkalite.server import KafkaServer
 
-from .conftest import RawClient
-
 pytestmark = pytest.mark.timeout(30)
 
 
-async def assert_still_serving(server: KafkaServer) -> None:
-    client = await RawClient.connect(server)
-    try:
-        response = await client.request(18, 3, client_software_name="t", client_software_version="1")
-        assert response.error_code == 0
-    finally:
-        await client.close()
+async def assert_still_serving(connect: Any) -> None:
+    client = await connect()
+    response = await client.request(18, 3, client_software_name="t", client_software_version="1")
+    assert response.error_code == 0
 
 
-async def test_api_versions_lists_every_handler(raw: RawClient) -> None:
+async def test_api_versions_lists_every_handler(raw: Any) -> None:
     response = await raw.request(18, 3, client_software_name="t", client_software_version="1")
     ranges = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
     assert ranges[18] == (0, 4)
@@ -33,14 +29,14 @@ async def test_api_versions_lists_every_handler(raw: RawClient) -> None:
 
 
 @pytest.mark.parametrize("version", [0, 1, 2, 3, 4])
-async def test_api_versions_every_version(raw: RawClient, version: int) -> None:
+async def test_api_versions_every_version(raw: Any, version: int) -> None:
     fields = {"client_software_name": "t", "client_software_version": "1"} if version >= 3 else {}
     response = await raw.request(18, version, **fields)
     assert response.error_code == 0
     assert len(response.api_keys) >= 4
 
 
-async def test_api_versions_above_our_range_gets_the_v0_fallback(raw: RawClient) -> None:
+async def test_api_versions_above_our_range_gets_the_v0_fallback(raw: Any) -> None:
     # a v9 ApiVersions request: header v2 and a body we cannot know; the reply is a v0 body with error 35
     body = struct.pack(">hhih", 18, 9, 1234, 1) + b"x" + b"\x00" + b"future body"
     await raw.send_raw(struct.pack(">i", len(body)) + body)
@@ -52,24 +48,24 @@ async def test_api_versions_above_our_range_gets_the_v0_fallback(raw: RawClient)
     assert (await raw.request(18, 3, client_software_name="t", client_software_version="1")).error_code == 0
 
 
-async def test_unsupported_version_of_another_api_closes(raw: RawClient, server: KafkaServer) -> None:
+async def test_unsupported_version_of_another_api_closes(raw: Any, connect: Any) -> None:
     body = struct.pack(">hhih", 0, 2, 1, -1) + b"\x00" * 20  # Produce v2: legacy message sets, not served
     await raw.send_raw(struct.pack(">i", len(body)) + body)
     assert await raw.is_closed_by_server()
-    await assert_still_serving(server)
+    await assert_still_serving(connect)
 
 
-async def test_unknown_api_key_closes(raw: RawClient, server: KafkaServer) -> None:
+async def test_unknown_api_key_closes(raw: Any, connect: Any) -> None:
     body = struct.pack(">hhih", 999, 0, 1, -1)
     await raw.send_raw(struct.pack(">i", len(body)) + body)
     assert await raw.is_closed_by_server()
-    await assert_still_serving(server)
+    await assert_still_serving(connect)
 
 
-async def test_oversized_frame_closes_before_the_body_is_sent(raw: RawClient, server: KafkaServer) -> None:
+async def test_oversized_frame_closes_before_the_body_is_sent(raw: Any, connect: Any) -> None:
     await raw.send_raw(struct.pack(">i", 1024 * 1024 + 1))  # the fixture's limit is 1 MiB
     assert await raw.is_closed_by_server()
-    await assert_still_serving(server)
+    await assert_still_serving(connect)
 
 
 @pytest.mark.parametrize(
@@ -81,18 +77,15 @@ async def test_oversized_frame_closes_before_the_body_is_sent(raw: RawClient, se
     ],
     ids=["negative-size", "short-header", "garbage-body"],
 )
-async def test_malformed_frames_close_only_that_connection(raw: RawClient, server: KafkaServer, payload: bytes) -> None:
-    bystander = await RawClient.connect(server)
-    try:
-        await raw.send_raw(payload)
-        assert await raw.is_closed_by_server()
-        response = await bystander.request(18, 3, client_software_name="t", client_software_version="1")
-        assert response.error_code == 0
-    finally:
-        await bystander.close()
+async def test_malformed_frames_close_only_that_connection(raw: Any, connect: Any, payload: bytes) -> None:
+    bystander = await connect()
+    await raw.send_raw(payload)
+    assert await raw.is_closed_by_server()
+    response = await bystander.request(18, 3, client_software_name="t", client_software_version="1")
+    assert response.error_code == 0
 
 
-async def test_pipelined_requests_are_answered_in_order(raw: RawClient) -> None:
+async def test_pipelined_requests_are_answered_in_order(raw: Any) -> None:
     frames = b"".join(raw.encode(18, 3, client_software_name="t", client_software_version="1") for _ in range(20))
     await raw.send_raw(frames)
     for expected in range(1, 21):
@@ -100,20 +93,18 @@ async def test_pipelined_requests_are_answered_in_order(raw: RawClient) -> None:
         assert struct.unpack_from(">i", frame)[0] == expected
 
 
-async def test_a_client_that_disconnects_mid_frame_is_forgotten(server: KafkaServer) -> None:
-    client = await RawClient.connect(server)
+async def test_a_client_that_disconnects_mid_frame_is_forgotten(connect: Any) -> None:
+    client = await connect()
     await client.send_raw(struct.pack(">i", 100) + b"partial")
     await client.close()
     await asyncio.sleep(0.05)
-    await assert_still_serving(server)
+    await assert_still_serving(connect)
 
 
-async def test_many_idle_connections(server: KafkaServer) -> None:
-    clients = [await RawClient.connect(server) for _ in range(200)]
-    try:
-        await assert_still_serving(server)
-        response = await clients[-1].request(18, 3, client_software_name="t", client_software_version="1")
-        assert response.error_code == 0
-    finally:
-        for client in clients:
-            await client.close()
+async def test_many_idle_connections(connect: Any, server: KafkaServer) -> None:
+    clients = [await connect() for _ in range(1000)]
+    await assert_still_serving(connect)
+    response = await clients[0].request(18, 3, client_software_name="t", client_software_version="1")
+    assert response.error_code == 0
+    await server.close()  # idle connections are cancelled at once
+    assert await clients[-1].is_closed_by_server()

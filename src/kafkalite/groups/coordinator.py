@@ -622,6 +622,7 @@ class GroupCoordinator:
             protocol_type=group.protocol_type or "",
             protocol_name=(group.protocol_name or "") if stable else "",
             members=members,
+            generation_id=group.generation_id,
         )
 
     def list_groups(self, states: Collection[str] | None = None) -> list[GroupListing]:

@@ -127,6 +127,7 @@ class GroupDescription:
     protocol_type: str
     protocol_name: str
     members: tuple[MemberDescription, ...] = ()
+    generation_id: int = NO_GENERATION  # not on the wire; for the broker's and tests' own checks
 
 
 @dataclass(frozen=True, slots=True)
