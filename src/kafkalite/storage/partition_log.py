@@ -112,8 +112,11 @@ class PartitionLog:
                 if not is_last and rebuild_reason is None:
                     continue
                 log_end = segment.recover(config.index_interval_bytes, rebuild_reason=rebuild_reason, now_ms=clock())
-                next_base = bases[number + 1] if not is_last else None
-                if next_base is not None and log_end != next_base:
+                if is_last:
+                    continue
+                segment.become_inactive()
+                next_base = bases[number + 1]
+                if log_end != next_base:
                     logger.warning(
                         "%s ends at offset %d but the next segment starts at %d: deleting every later segment",
                         segment.log_path,
@@ -228,7 +231,9 @@ class PartitionLog:
         self._delete_segments(self._segments[holding + 1 :])
         del self._segments[holding + 1 :], self._segment_bases[holding + 1 :]
         self._log_end = offset
-        self._log_start = min(self._log_start, offset)
+        if offset < self._log_start:
+            self._log_start = offset
+            self._write_log_start_checkpoint()
 
     def delete_records_before(self, offset: int) -> None:
         self._check_open()

@@ -1,0 +1,269 @@
+"""File-engine specifics: Kafka byte-compatibility, reopen, index rebuild, fault injection, group commit."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+import threading
+from pathlib import Path
+
+import pytest
+from kafka.record.default_records import DefaultRecordBatch
+from kafka.record.memory_records import MemoryRecords
+
+from kafkalite.errors import StorageError
+from kafkalite.protocol.records import read_batches
+from kafkalite.storage import LogConfig, PartitionLog
+from kafkalite.storage.file_ops import FileOps
+
+from .logkit import FakeClock, append, make_batch
+
+CONFIG = LogConfig(segment_bytes=20_000, index_interval_bytes=1_000)
+
+
+def fill(log: PartitionLog, batches: int, *, first_timestamp: int = 10_000) -> list[tuple[int, int]]:
+    return [
+        append(log, make_batch(1 + n % 4, timestamp=first_timestamp + 10 * n, value_size=50 + 37 * (n % 9), tag=n))
+        for n in range(batches)
+    ]
+
+
+def segment_files(directory: Path, suffix: str) -> list[Path]:
+    return sorted(directory.glob(f"*{suffix}"))
+
+
+def kafka_expected_entries(log_bytes: bytes, interval: int) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """Kafka's LogSegment.append rule, replayed independently: (offset index, time index) entries, absolute offsets."""
+    offset_entries: list[tuple[int, int]] = []
+    time_entries: list[tuple[int, int]] = []
+    since_entry, max_ts, max_ts_offset = 0, -1, 0
+    for position, header in read_batches(log_bytes):
+        if header.max_timestamp > max_ts:
+            max_ts, max_ts_offset = header.max_timestamp, header.last_offset
+        if since_entry > interval:
+            offset_entries.append((header.last_offset, position))
+            if max_ts > (time_entries[-1][0] if time_entries else -1):
+                time_entries.append((max_ts, max_ts_offset))
+            since_entry = 0
+        since_entry += header.size
+    if max_ts > (time_entries[-1][0] if time_entries else -1):  # the entry written when the segment goes inactive
+        time_entries.append((max_ts, max_ts_offset))
+    return offset_entries, time_entries
+
+
+def test_segments_are_kafka_segments(tmp_path: Path) -> None:
+    log = PartitionLog.open(tmp_path / "orders-0", CONFIG)
+    appended = fill(log, 300)
+    log.close()
+    logs = segment_files(tmp_path / "orders-0", ".log")
+    assert len(logs) > 3
+    next_offset = 0
+    for log_file in logs:
+        base = int(log_file.stem)
+        assert log_file.stem == f"{base:020d}"
+        assert base == next_offset
+        data = log_file.read_bytes()
+        records = MemoryRecords(data)
+        while records.has_next():
+            batch = records.next_batch()
+            assert isinstance(batch, DefaultRecordBatch)
+            assert batch.validate_crc()
+            assert batch.base_offset == next_offset
+            assert len(list(batch)) == batch.last_offset_delta + 1
+            next_offset = batch.base_offset + batch.last_offset_delta + 1
+        assert records.valid_bytes() == len(data)
+        offset_entries, time_entries = kafka_expected_entries(data, CONFIG.index_interval_bytes)
+        index = log_file.with_suffix(".index").read_bytes()
+        assert [(base + r, p) for r, p in struct.iter_unpack(">ii", index)] == offset_entries
+        time_index = log_file.with_suffix(".timeindex").read_bytes()
+        assert [(t, base + r) for t, r in struct.iter_unpack(">qi", time_index)] == time_entries
+    assert next_offset == appended[-1][1] + 1
+
+
+def test_reopen_sees_everything(tmp_path: Path) -> None:
+    clock = FakeClock()
+    log = PartitionLog.open(tmp_path / "t-0", CONFIG, clock=clock)
+    appended = fill(log, 200)
+    log.delete_records_before(7)
+    before = (log.read(7, 1 << 20), log.size_bytes, log.offset_for_timestamp(10_500), log.segment_count)
+    log.close()
+    log = PartitionLog.open(tmp_path / "t-0", CONFIG, clock=clock)
+    assert (log.log_start_offset, log.log_end_offset) == (7, appended[-1][1] + 1)
+    assert (log.read(7, 1 << 20), log.size_bytes, log.offset_for_timestamp(10_500), log.segment_count) == before
+    assert append(log, make_batch(2)) == (appended[-1][1] + 1, appended[-1][1] + 2)
+    log.close()
+
+
+def test_empty_directory_with_a_checkpoint_starts_at_it(tmp_path: Path) -> None:
+    directory = tmp_path / "t-0"
+    log = PartitionLog.open(directory, CONFIG)
+    fill(log, 5)
+    log.delete_records_before(log.log_end_offset)
+    end = log.log_end_offset
+    log.truncate_to(0)
+    log.close()
+    for segment in directory.glob("0*"):
+        segment.unlink()
+    log = PartitionLog.open(directory, CONFIG)
+    assert (log.log_start_offset, log.log_end_offset) == (0, 0)  # truncate_to(0) rewound the checkpoint
+    log.close()
+    for segment in directory.glob("0*"):
+        segment.unlink()
+    (directory / "log-start-offset").write_text(f"{end}\n")
+    log = PartitionLog.open(directory, CONFIG)
+    assert (log.log_start_offset, log.log_end_offset) == (end, end)
+    assert append(log, make_batch(1)) == (end, end)
+    log.close()
+    assert (directory / f"{end:020d}.log").exists()
+
+
+@pytest.mark.parametrize("damage", ["missing", "garbage", "zeros", "past_end"])
+def test_missing_or_insane_indexes_are_rebuilt_identically(
+    tmp_path: Path, damage: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    directory = tmp_path / "t-0"
+    log = PartitionLog.open(directory, CONFIG)
+    fill(log, 300)
+    log.close()
+    originals = {
+        p: p.read_bytes() for p in [*segment_files(directory, ".index"), *segment_files(directory, ".timeindex")]
+    }
+    for path in originals:
+        if damage == "missing":
+            path.unlink()
+        elif damage == "garbage":
+            path.write_bytes(b"\x7f" * 13)
+        elif damage == "zeros":
+            path.write_bytes(originals[path] + b"\x00" * 24)
+        else:
+            path.write_bytes(
+                originals[path] + (struct.pack(">ii", 1 << 30, 1 << 30) if path.suffix == ".index" else b"")
+            )
+    caplog.set_level(logging.WARNING, logger="kafkalite.storage")
+    log = PartitionLog.open(directory, CONFIG)
+    expected = fill(log, 0)
+    log.close()
+    assert expected == []
+    rebuilt = {p: p.read_bytes() for p in originals}
+    assert rebuilt == originals
+    assert "rebuilding the indexes" in caplog.text
+
+
+class FailingOps(FileOps):
+    """Fails the next `pwrite` (optionally after writing part of it) or the next `fsync`, once."""
+
+    def __init__(self) -> None:
+        self.fail_next_write = False
+        self.partial_bytes = 0
+        self.fail_next_fsync = False
+        self.fsyncs = 0
+        self.fsync_gate: threading.Event | None = None
+
+    def pwrite(self, fd: int, data: bytes | bytearray | memoryview, position: int) -> None:
+        if self.fail_next_write:
+            self.fail_next_write = False
+            super().pwrite(fd, memoryview(data)[: self.partial_bytes], position)
+            raise OSError(28, "No space left on device")
+        super().pwrite(fd, data, position)
+
+    def fsync(self, fd: int) -> None:
+        if self.fsync_gate is not None:
+            self.fsync_gate.wait(5)
+        self.fsyncs += 1
+        if self.fail_next_fsync:
+            self.fail_next_fsync = False
+            raise OSError(5, "Input/output error")
+        super().fsync(fd)
+
+
+@pytest.mark.parametrize("partial_bytes", [0, 30, 200])
+def test_failed_write_leaves_the_segment_valid(tmp_path: Path, partial_bytes: int) -> None:
+    ops = FailingOps()
+    log = PartitionLog.open(tmp_path / "t-0", CONFIG, file_ops=ops)
+    appended = fill(log, 50)
+    size = log.size_bytes
+    ops.fail_next_write, ops.partial_bytes = True, partial_bytes
+    with pytest.raises(StorageError, match="No space left on device"):
+        append(log, make_batch(3, value_size=300))
+    assert (log.log_end_offset, log.size_bytes) == (appended[-1][1] + 1, size)
+    assert sum(p.stat().st_size for p in (tmp_path / "t-0").glob("*.log")) == size
+    nxt = append(log, make_batch(2))
+    assert nxt == (appended[-1][1] + 1, appended[-1][1] + 2)
+    log.close()
+    log = PartitionLog.open(tmp_path / "t-0", CONFIG)
+    assert log.log_end_offset == nxt[1] + 1
+    assert [h.base_offset for _, h in read_batches(log.read(appended[-1][0], 1 << 20))] == [appended[-1][0], nxt[0]]
+    log.close()
+
+
+def test_failed_index_write_leaves_log_and_index_valid(tmp_path: Path) -> None:
+    ops = FailingOps()
+    log = PartitionLog.open(tmp_path / "t-0", LogConfig(index_interval_bytes=0), file_ops=ops)
+    append(log, make_batch(1))
+    ops.fail_next_write, ops.partial_bytes = True, 1 << 20  # the log write goes through, the index entry fails
+    original = log.size_bytes
+    with pytest.raises(StorageError):
+        append(log, make_batch(1))
+    assert log.size_bytes == original
+    assert (tmp_path / "t-0" / f"{0:020d}.log").stat().st_size == original
+    assert append(log, make_batch(1)) == (1, 1)
+    log.close()
+
+
+async def test_failed_fsync_reaches_the_caller_and_the_next_sync_retries(tmp_path: Path) -> None:
+    ops = FailingOps()
+    log = PartitionLog.open(tmp_path / "t-0", CONFIG, file_ops=ops)
+    fill(log, 3)
+    ops.fail_next_fsync = True
+    with pytest.raises(StorageError, match="Input/output error"):
+        await log.sync()
+    before = ops.fsyncs
+    await log.sync()
+    assert ops.fsyncs > before
+    assert append(log, make_batch(1)) == (log.log_end_offset - 1, log.log_end_offset - 1)
+    log.close()
+
+
+async def test_group_commit_shares_fsyncs(tmp_path: Path) -> None:
+    ops = FailingOps()
+    log = PartitionLog.open(tmp_path / "t-0", LogConfig(), file_ops=ops)
+    await log.sync()
+    ops.fsyncs = 0
+
+    async def produce(n: int) -> int:
+        _base, last = append(log, make_batch(1, tag=n))
+        await log.sync()
+        return last
+
+    assert sorted(await asyncio.gather(*(produce(n) for n in range(64)))) == list(range(64))
+    assert ops.fsyncs == 1  # every writer appended before the one round started
+
+    ops.fsyncs = 0
+    ops.fsync_gate = threading.Event()
+    first_wave = asyncio.gather(*(produce(n) for n in range(10)))
+    await asyncio.sleep(0.05)  # the first round is now blocked inside fsync
+    second_wave = asyncio.gather(*(produce(n) for n in range(10)))
+    await asyncio.sleep(0.05)
+    ops.fsync_gate.set()
+    await first_wave
+    await second_wave
+    assert ops.fsyncs == 2  # writers arriving during a round share the next one
+    await log.sync()
+    assert ops.fsyncs == 2  # nothing new to sync
+    log.close()
+
+
+async def test_fsync_off_never_calls_fsync(tmp_path: Path) -> None:
+    ops = FailingOps()
+    log = PartitionLog.open(tmp_path / "t-0", CONFIG, file_ops=ops, fsync=False)
+    fill(log, 100)
+    await log.sync()
+    log.close()
+    assert ops.fsyncs == 0
+
+
+def test_storage_error_names_the_path_on_open(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("not a directory")
+    with pytest.raises(StorageError, match="file"):
+        PartitionLog.open(tmp_path / "file" / "t-0", CONFIG)
