@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import io
 import struct
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -13,6 +14,7 @@ from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
 from kafkalite.broker import Broker
+from kafkalite.protocol.messages import build
 from kafkalite.server import KafkaServer, serve
 
 TIMEOUT_S = 10.0
@@ -54,9 +56,19 @@ class RawClient:
                 request_api_key=api_key, request_api_version=version, correlation_id=self.correlation_id, client_id="t"
             ),
         )
-        entity_writer(request_type)(buffer, request_type(**fields))
+        entity_writer(request_type)(buffer, build(request_type, fields))
         body = buffer.getvalue()
         return struct.pack(">i", len(body)) + body
+
+    @staticmethod
+    def nested(api_key: int, version: int, class_name: str, **fields: Any) -> Any:
+        """A request-side kio class of this version by name, keeping only the fields the version has.
+
+        None when the version has no such class (the field holding it is then dropped too).
+        """
+        module = sys.modules[load_request_schema(api_key, version).__module__]
+        cls = getattr(module, class_name, None)
+        return None if cls is None else build(cls, fields)
 
     async def send_raw(self, data: bytes) -> None:
         self.writer.write(data)

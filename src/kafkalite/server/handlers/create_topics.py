@@ -47,7 +47,7 @@ def _result(ctx: RequestContext, name: str, code: int, message: str | None, topi
         topic_config_error_code=0,
         num_partitions=len(topic.partitions) if topic is not None else -1,
         replication_factor=1 if topic is not None else -1,
-        configs=_configs(ctx, topic) if topic is not None else None,
+        configs=_configs(ctx, topic) if topic is not None and ctx.version >= 5 else None,
     )
 
 
