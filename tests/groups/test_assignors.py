@@ -173,7 +173,7 @@ def test_sticky_keeps_as_much_as_balance_allows(group: tuple) -> None:
 def test_sticky_is_balanced_in_kafkas_sense(group: tuple) -> None:
     members, counts = group
     result = sticky_assign(members, counts)
-    for member, partitions in result.items():
+    for partitions in result.values():
         for topic, _ in partitions:
             for other in members:
                 if topic in members[other].topics:
