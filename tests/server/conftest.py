@@ -6,7 +6,7 @@ import asyncio
 import io
 import struct
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 import pytest
@@ -15,7 +15,7 @@ from kio.serial import entity_reader, entity_writer
 
 from kafkalite.broker import Broker
 from kafkalite.protocol.messages import build
-from kafkalite.server import KafkaServer, serve
+from kafkalite.server import KafkaServer, ThreadedServer, run_in_thread, serve
 
 TIMEOUT_S = 10.0
 
@@ -126,3 +126,10 @@ async def connect(server: KafkaServer) -> AsyncIterator[Connect]:
 @pytest.fixture
 async def raw(connect: Connect) -> RawClient:
     return await connect()
+
+
+@pytest.fixture
+def threaded() -> Iterator[ThreadedServer]:
+    """An in-memory broker served from a background thread, for synchronous clients."""
+    with run_in_thread(data_dir=None) as s:
+        yield s
