@@ -11,6 +11,10 @@ of completed replies. This service is the only place that touches it, from the e
 A caller that stops waiting (its connection closed, its task cancelled) simply drops its future; the coordinator
 still completes the ticket later and the reply is discarded, as Kafka discards replies to closed connections.
 Offset commits are checked here against the group's generation, then stored by the `OffsetManager`.
+
+The coordinator keeps groups in memory only; committed offsets survive a restart. So a group the coordinator does not
+know but that has committed offsets is answered here as Kafka would after loading it: listed and described as an
+Empty "consumer" group, and deletable (which deletes its offsets).
 """
 
 from __future__ import annotations
@@ -23,10 +27,12 @@ from typing import Any
 
 from kafkalite.broker.offsets import OffsetManager
 from kafkalite.groups import (
+    ErrorCode,
     GroupConfig,
     GroupCoordinator,
     GroupDescription,
     GroupListing,
+    GroupState,
     HeartbeatResult,
     JoinPending,
     JoinResult,
@@ -37,6 +43,8 @@ from kafkalite.groups import (
 )
 
 logger = logging.getLogger("kafkalite.groups")
+
+CONSUMER_PROTOCOL_TYPE = "consumer"
 
 
 def monotonic_ms() -> int:
@@ -136,13 +144,23 @@ class GroupService:
         return error
 
     def describe(self, group_id: str) -> GroupDescription:
-        return self.coordinator.describe(group_id)
+        described = self.coordinator.describe(group_id)
+        if described.state == GroupState.DEAD.value and group_id in self.offsets.groups():
+            return GroupDescription(group_id, 0, GroupState.EMPTY.value, CONSUMER_PROTOCOL_TYPE, "")
+        return described
 
     def list_groups(self, states: Collection[str] | None = None) -> list[GroupListing]:
-        return self.coordinator.list_groups(states)
+        listings = self.coordinator.list_groups(states)
+        if states and GroupState.EMPTY.value.lower() not in {s.lower() for s in states}:
+            return listings
+        known = {g.group_id for g in self.coordinator.list_groups()}
+        offsets_only = sorted(self.offsets.groups() - known)
+        return listings + [GroupListing(g, CONSUMER_PROTOCOL_TYPE, GroupState.EMPTY.value) for g in offsets_only]
 
     async def delete_group(self, group_id: str) -> int:
         error = self.coordinator.delete_group(group_id)
+        if error == ErrorCode.GROUP_ID_NOT_FOUND and group_id in self.offsets.groups():
+            error = ErrorCode.NONE
         if error == 0:
             await self.offsets.delete(group_id)
         return error

@@ -1,0 +1,84 @@
+"""OffsetFetch (API key 9), versions 1-10.
+
+v0 is not served (it read offsets from ZooKeeper; kio has no v0 and no client we target sends it) · v2 adds a
+top-level error_code, and a null topic list means "every partition the group committed" · v3 adds throttle_time_ms ·
+v4 is v3 again · v5 adds committed_leader_epoch · v6 is the first flexible version · v7 adds require_stable (no
+transactions here, so every offset is stable) · v8 batches groups · v9 adds member_id and member_epoch (for the new
+consumer protocol; classic groups ignore them) · v10 names topics by id.
+
+A partition without a committed offset answers offset -1, leader epoch -1, metadata "" and no error, as Kafka does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from kafkalite.broker.offsets import CommittedOffset
+from kafkalite.errors import UnknownTopicError
+from kafkalite.protocol.wire import ApiKey
+from kafkalite.server.dispatch import RequestContext, handles
+from kafkalite.server.handlers._common import UNKNOWN_TOPIC_ID, ZERO_UUID
+
+# (topic name or None when unknown, topic id, [(partition, committed or None)])
+_TopicOffsets = tuple[str | None, Any, list[tuple[int, CommittedOffset | None]]]
+
+
+def _topic_id(ctx: RequestContext, name: str) -> Any:
+    topic = ctx.broker.topics.get(name)
+    return ZERO_UUID if topic is None else topic.topic_id
+
+
+def _requested(ctx: RequestContext, group_id: str, topics: Iterable[Any] | None) -> list[_TopicOffsets]:
+    offsets = ctx.broker.offsets
+    if topics is None:
+        by_topic: dict[str, list[tuple[int, CommittedOffset | None]]] = {}
+        for (committed_topic, partition), committed in sorted(offsets.committed(group_id).items()):
+            by_topic.setdefault(committed_topic, []).append((partition, committed))
+        return [(t, _topic_id(ctx, t), parts) for t, parts in by_topic.items()]
+    result: list[_TopicOffsets] = []
+    for topic in topics:
+        name: str | None = getattr(topic, "name", None)
+        topic_id: Any = getattr(topic, "topic_id", None)
+        if name is None:
+            try:
+                name = ctx.broker.topic_by_id(topic_id).name
+            except UnknownTopicError:
+                name = None
+        parts = [(p, None if name is None else offsets.fetch(group_id, name, p)) for p in topic.partition_indexes]
+        result.append((name, topic_id, parts))
+    return result
+
+
+def _topic(ctx: RequestContext, suffix: str, entry: _TopicOffsets) -> Any:
+    name, topic_id, parts = entry
+    code = UNKNOWN_TOPIC_ID if name is None else 0
+    partitions = [
+        ctx.build(
+            f"OffsetFetchResponsePartition{suffix}",
+            partition_index=partition,
+            committed_offset=-1 if committed is None else committed.offset,
+            committed_leader_epoch=-1 if committed is None else committed.leader_epoch,
+            metadata="" if committed is None else committed.metadata,
+            error_code=code,
+        )
+        for partition, committed in parts
+    ]
+    return ctx.build(f"OffsetFetchResponseTopic{suffix}", name=name or "", topic_id=topic_id, partitions=partitions)
+
+
+@handles(ApiKey.OFFSET_FETCH, versions=range(1, 11))
+async def offset_fetch(ctx: RequestContext, req: Any) -> Any:
+    if ctx.version < 8:
+        topics = [_topic(ctx, "", entry) for entry in _requested(ctx, req.group_id, req.topics)]
+        return ctx.build("OffsetFetchResponse", throttle_time=0, topics=topics, error_code=0)
+    groups = [
+        ctx.build(
+            "OffsetFetchResponseGroup",
+            group_id=group.group_id,
+            topics=[_topic(ctx, "s", entry) for entry in _requested(ctx, group.group_id, group.topics)],
+            error_code=0,
+        )
+        for group in req.groups
+    ]
+    return ctx.build("OffsetFetchResponse", throttle_time=0, groups=groups)
