@@ -19,7 +19,7 @@ import logging
 import os
 import struct
 from pathlib import Path
-from typing import NamedTuple
+from typing import Literal, NamedTuple, overload
 
 from kafkalite.errors import StorageError
 from kafkalite.protocol.records import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, iter_records, valid_prefix
@@ -341,24 +341,39 @@ class Segment:
 
         Returns the offset after the last good batch. Logs a WARNING naming the file, position, bytes cut and reason.
         """
-        last_entry = self.offset_index.last_entry()
-        if rebuild_reason is None and last_entry is not None:
-            entry_offset, position = last_entry
-            header = self.header_at(position) if position + HEADER_SIZE <= self.size else None
-            if header is not None and header.base_offset + header.last_offset_delta == entry_offset:
-                next_offset = self._scan(position, header.base_offset, index_interval, now_ms, resumed=True)
-                if next_offset is not None:
-                    return next_offset
-            rebuild_reason = f"the batch at the last index entry (position {position}) is not valid"
-        if rebuild_reason is not None:
-            logger.warning("rebuilding the indexes of %s: %s", self.log_path, rebuild_reason)
-        self.offset_index = OffsetIndex(self.base_offset)
-        self.time_index = TimeIndex(self.base_offset)
-        self.max_timestamp, self.offset_of_max_timestamp = NO_TIMESTAMP, self.base_offset
-        self.bytes_since_index_entry = 0
-        next_offset = self._scan(0, self.base_offset, index_interval, now_ms, resumed=False)
-        assert next_offset is not None  # a scan from the start always ends somewhere
+        next_offset = None if rebuild_reason is not None else self._resume_scan(index_interval, now_ms)
+        if next_offset is None:
+            if rebuild_reason is not None:
+                logger.warning("rebuilding the indexes of %s: %s", self.log_path, rebuild_reason)
+            self.offset_index = OffsetIndex(self.base_offset)
+            self.time_index = TimeIndex(self.base_offset)
+            self.max_timestamp, self.offset_of_max_timestamp = NO_TIMESTAMP, self.base_offset
+            self.bytes_since_index_entry = 0
+            next_offset = self._scan(0, self.base_offset, index_interval, now_ms, resumed=False)
+        if self.size:
+            self.first_batch_max_timestamp = self.header_at(0).max_timestamp
         return next_offset
+
+    def _resume_scan(self, index_interval: int, now_ms: int) -> int | None:
+        """Scan from the last index entry; None when there is none or its batch is not valid (then rebuild)."""
+        last_entry = self.offset_index.last_entry()
+        if last_entry is None:
+            return None
+        entry_offset, position = last_entry
+        if position + HEADER_SIZE > self.size:
+            return None
+        header = self.header_at(position)
+        if header.base_offset + header.last_offset_delta != entry_offset:
+            return None
+        return self._scan(position, header.base_offset, index_interval, now_ms, resumed=True)
+
+    @overload
+    def _scan(
+        self, start: int, next_offset: int, index_interval: int, now_ms: int, *, resumed: Literal[False]
+    ) -> int: ...
+
+    @overload
+    def _scan(self, start: int, next_offset: int, index_interval: int, now_ms: int, *, resumed: bool) -> int | None: ...
 
     def _scan(self, start: int, next_offset: int, index_interval: int, now_ms: int, *, resumed: bool) -> int | None:
         """Validate batches from `start`, rebuilding index entries as appends would have made them.
