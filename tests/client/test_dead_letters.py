@@ -206,3 +206,18 @@ async def test_replay_of_a_topic_without_dead_letters_is_a_no_op(broker: kafkali
     await broker.create_topic(TOPIC, partitions=1)
     assert broker.dead_letters.list(TOPIC) == []
     assert await broker.dead_letters.replay(TOPIC) == 0
+
+
+async def test_concurrent_sends_into_a_nearly_full_partition_fill_it_and_dead_letter_only_the_rest(
+    broker: kafkalite.Broker,
+) -> None:
+    """Sends in flight together are batched; a batch too big for the room left must not dead-letter the records that
+    fit."""
+    await broker.create_topic(TOPIC, partitions=1, config={"max.partition.messages": "3"})
+    async with broker.producer(retry_backoff=0.001) as producer:
+        await producer.send(TOPIC, b"first")
+        metas = await asyncio.gather(*(producer.send(TOPIC, b"%d" % i) for i in range(4)))
+    assert [m.dead_lettered for m in metas] == [False, False, True, True]
+    assert [m.offset for m in metas[:2]] == [1, 2]
+    assert broker.partition(TOPIC, 0).high_watermark == 3
+    assert [d.value for d in broker.dead_letters.list(TOPIC)] == [b"2", b"3"]

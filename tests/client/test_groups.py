@@ -316,3 +316,36 @@ async def test_async_for_yields_messages_with_all_fields(broker: kafkalite.Broke
             message = await anext(aiter(c))
     assert message == kafkalite.Message(TOPIC, 0, sent.offset, b"user-1", b"payload", (("source", b"web"),), 1234)
     assert sent.timestamp == 1234
+
+
+async def test_a_rebalance_is_not_delayed_by_buffered_messages_of_a_slow_handler(broker: kafkalite.Broker) -> None:
+    """A member with a full buffer and a slow handler must rejoin at its next message, not once its buffer is empty:
+    otherwise the rebalance timeout expels it while it keeps handling records the new owner also receives."""
+    await broker.create_topic(TOPIC, partitions=2)
+    produced = await produce(broker, 100)
+    handled: dict[str, list[tuple[int, int]]] = {"slow": [], "fast": []}
+
+    def recorder(name: str, pause: float) -> object:
+        async def handle(message: kafkalite.Message) -> None:
+            handled[name].append((message.partition, message.offset))
+            await asyncio.sleep(pause)
+
+        return handle
+
+    slow = consumer(broker, TOPIC, "g", name="slow", session_timeout=0.2)  # ~50 buffered records take 0.5 s
+    await slow.start()
+    slow_task = asyncio.create_task(slow.run(recorder("slow", 0.01)))  # type: ignore[arg-type]
+    await wait_for(lambda: len(handled["slow"]) >= 3, what="the slow member reading")
+    fast = consumer(broker, TOPIC, "g", name="fast", session_timeout=0.2)
+    await fast.start()
+    fast_task = asyncio.create_task(fast.run(recorder("fast", 0)))  # type: ignore[arg-type]
+    await wait_for(lambda: set(handled["slow"] + handled["fast"]) >= produced, what="everything handled")
+    both = Counter(handled["slow"] + handled["fast"])
+    assert [po for po, n in both.items() if n > 1] == []
+    assert slow.assignment()
+    assert fast.assignment()
+    for c, task in ((slow, slow_task), (fast, fast_task)):
+        c.stop()
+        async with asyncio.timeout(TIMEOUT_S):
+            await task
+        await c.close()

@@ -169,7 +169,7 @@ class Consumer:
 
     async def _iterate(self) -> AsyncIterator[Message]:
         while not self._stopping:
-            if not self._buffer:
+            if not self._buffer or self._rejoin_needed:  # a pending rebalance drops the buffer: rejoin promptly
                 await self._fill_buffer(self.poll_interval)
                 continue
             message = self._buffer.popleft()
@@ -178,7 +178,7 @@ class Consumer:
 
     async def getmany(self, timeout: float | None = None, max_records: int | None = None) -> list[Message]:
         """Up to `max_records` messages, waiting at most `timeout` (default `poll_interval`) when none are ready."""
-        if not self._buffer:
+        if not self._buffer or self._rejoin_needed:
             await self._fill_buffer(self.poll_interval if timeout is None else timeout)
         count = min(len(self._buffer), max_records or self._max_poll_records)
         messages = [self._buffer.popleft() for _ in range(count)]

@@ -6,8 +6,9 @@ runs the producer's flush, so 1,000 concurrent `send` coroutines cost a handful 
 
 Retries: a retriable refusal (`RetriableError`, e.g. `PartitionFullError`) is retried `retries` times with
 exponential backoff from `retry_backoff`; if the partition is still full, each record goes to `<topic>.DLQ` (same
-partition number, Spring-Kafka headers) and its `RecordMetadata.dead_lettered` is True. Other errors reach the
-caller of `send` unchanged.
+partition number, Spring-Kafka headers) and its `RecordMetadata.dead_lettered` is True; of a batch too big for the
+room left, the records that still fit are appended first, one by one. Other errors reach the caller of `send`
+unchanged.
 """
 
 from __future__ import annotations
@@ -164,10 +165,11 @@ class Producer:
             batch = build_batch(records, now_ms=now)
             base_offset = await self._produce_with_retries(topic, partition, batch, len(records))
         except PartitionFullError as full:
+            refused = await self._keep_what_fits(topic, partition, entries, now) if len(entries) > 1 else entries
             if not self._dead_letter:
-                _fail(entries, full)
+                _fail(refused, full)
                 return
-            await self._dead_letter_all(topic, partition, entries, full, now)
+            await self._dead_letter_all(topic, partition, refused, full, now)
             return
         except Exception as exc:
             _fail(entries, exc)
@@ -176,6 +178,23 @@ class Producer:
             if not future.done():
                 stamp = now if record.timestamp is None else record.timestamp
                 future.set_result(RecordMetadata(topic, partition, base_offset + index, stamp))
+
+    async def _keep_what_fits(self, topic: str, partition: int, entries: list[_Pending], now: int) -> list[_Pending]:
+        """The batch stayed too big for the room left: append its records one by one, in order, so those that fit
+        are kept; return the first refused record and those after it (already retried with the batch)."""
+        for index, (record, future) in enumerate(entries):
+            try:
+                single = build_batch([record], now_ms=now)
+                offset = await self._transport.produce(topic, partition, single, acks=self._acks)
+            except PartitionFullError:
+                return entries[index:]
+            except Exception as exc:
+                _fail([(record, future)], exc)
+                continue
+            if not future.done():
+                stamp = now if record.timestamp is None else record.timestamp
+                future.set_result(RecordMetadata(topic, partition, offset, stamp))
+        return []
 
     async def _produce_with_retries(self, topic: str, partition: int, batch: bytes, count: int) -> int:
         delay = self._retry_backoff

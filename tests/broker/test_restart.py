@@ -1,0 +1,141 @@
+"""What survives a restart of the file engine: topics with their configs, messages, committed offsets, the
+idempotent-producer table and the compacted offsets log. (The memory engine keeps nothing, by design.)"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+import kafkalite
+from kafkalite import errors
+from kafkalite.broker import OFFSETS_TOPIC, offsets
+from kafkalite.protocol.records import RecordToWrite, build_batch
+
+from .harness import BrokerFactory, consume, consumer
+
+TOPIC = "orders"
+
+
+@pytest.fixture
+async def files(tmp_path: Path) -> AsyncIterator[BrokerFactory]:
+    factory = BrokerFactory("file", tmp_path)
+    yield factory
+    await factory.close_all()
+
+
+async def test_restart_keeps_topics_configs_messages_and_committed_offsets(files: BrokerFactory) -> None:
+    async with files() as broker:
+        await broker.create_topic(TOPIC, partitions=3, config={"retention.ms": "-1", "max.partition.messages": "50"})
+        await broker.create_topic("other", partitions=1)
+        await broker.alter_topic_config("other", {"segment.bytes": "1024"})
+        await broker.create_partitions("other", 2)
+        async with broker.producer() as producer:
+            sent = [await producer.send(TOPIC, b"m-%d" % i, key=b"k-%d" % i) for i in range(30)]
+        async with consumer(broker, TOPIC, "billing", enable_auto_commit=False) as c:
+            first = await consume(c, 12)
+            await c.commit()
+            await consume(c, 5)  # read, never committed
+        topic_id = broker.topic(TOPIC).topic_id
+        cluster_id = broker.cluster_id
+
+    async with files() as broker:
+        assert broker.cluster_id == cluster_id
+        assert set(broker.topics) >= {TOPIC, "other", OFFSETS_TOPIC}
+        assert broker.topic(TOPIC).topic_id == topic_id
+        assert len(broker.topic(TOPIC).partitions) == 3
+        assert broker.topic(TOPIC).config.overrides() == {"retention.ms": "-1", "max.partition.messages": "50"}
+        assert broker.topic("other").config.overrides() == {"segment.bytes": "1024"}
+        assert len(broker.topic("other").partitions) == 2
+        committed = {(m.partition, m.offset) for m in first}
+        async with consumer(broker, TOPIC, "billing") as c:
+            rest = await consume(c, 18)
+            assert await c.getmany(timeout=0.05) == []
+        assert committed.isdisjoint((m.partition, m.offset) for m in rest)
+        assert committed | {(m.partition, m.offset) for m in rest} == {(m.partition, m.offset) for m in sent}
+        for p in range(3):  # resumes exactly after the committed offset of each partition
+            done = [m.offset for m in first if m.partition == p]
+            again = [m.offset for m in rest if m.partition == p]
+            if again:
+                assert again[0] == (max(done) + 1 if done else 0)
+        async with consumer(broker, TOPIC, "new-group") as c:
+            everything = await consume(c, 30)
+        assert {(m.partition, m.offset, m.value) for m in everything} == {
+            (m.partition, m.offset, b"m-%d" % i) for i, m in enumerate(sent)
+        }
+        async with broker.producer() as producer:  # appends continue after the recovered end
+            meta = await producer.send(TOPIC, b"after", key=b"k-0")
+        assert meta.offset == max(m.offset for m in sent if m.partition == meta.partition) + 1
+
+
+async def test_deleted_topic_stays_deleted(files: BrokerFactory) -> None:
+    async with files() as broker:
+        await broker.create_topic(TOPIC, partitions=2)
+        await broker.produce(TOPIC, 0, build_batch([RecordToWrite(b"x")], now_ms=0))
+        await broker.delete_topic(TOPIC)
+    async with files() as broker:
+        assert TOPIC not in broker.topics
+        await broker.create_topic(TOPIC, partitions=1)
+        assert broker.partition(TOPIC, 0).high_watermark == 0
+
+
+async def test_idempotent_producer_state_survives_restart(files: BrokerFactory) -> None:
+    async with files() as broker:
+        await broker.create_topic(TOPIC, partitions=1)
+        pid, epoch = await broker.init_producer_id()
+        first = build_batch(
+            [RecordToWrite(b"a"), RecordToWrite(b"b")],
+            now_ms=int(time.time() * 1000),
+            producer_id=pid,
+            producer_epoch=epoch,
+            base_sequence=0,
+        )
+        assert (await broker.produce(TOPIC, 0, first)).base_offset == 0
+    async with files() as broker:
+        assert (await broker.produce(TOPIC, 0, first)).base_offset == 0  # still recognised as a duplicate
+        assert broker.partition(TOPIC, 0).high_watermark == 2
+        gap = build_batch([RecordToWrite(b"c")], now_ms=0, producer_id=pid, producer_epoch=epoch, base_sequence=5)
+        with pytest.raises(errors.OutOfOrderSequenceError):
+            await broker.produce(TOPIC, 0, gap)
+        new_pid, _ = await broker.init_producer_id()
+        assert new_pid != pid  # ids are not handed out twice across restarts
+
+
+async def test_compacted_offsets_log_keeps_the_latest_offsets_across_restart(
+    files: BrokerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(offsets, "COMPACT_MIN_RECORDS", 10)
+    async with files() as broker:
+        for i in range(200):
+            await broker.offsets.commit(f"g{i % 2}", TOPIC, i % 5, i)
+        await broker.offsets.delete("g1", [(TOPIC, 0)])
+        assert broker.partition(OFFSETS_TOPIC, 0).log_start_offset > 0
+    async with files() as broker:
+        table = {(g, p): broker.offsets.fetch(g, TOPIC, p) for g in ("g0", "g1") for p in range(5)}
+        latest = {(f"g{i % 2}", i % 5): i for i in range(200)}
+        del latest[("g1", 0)]
+        assert {k: v.offset for k, v in table.items() if v is not None} == latest
+
+
+async def test_dead_letters_and_replay_progress_survive_restart(files: BrokerFactory) -> None:
+    async with files() as broker:
+        await broker.create_topic(TOPIC, partitions=1, config={"max.partition.messages": "1"})
+        async with broker.producer(retry_backoff=0.001) as producer:
+            await producer.send(TOPIC, b"fits")
+            assert (await producer.send(TOPIC, b"overflow")).dead_lettered
+            assert (await producer.send(TOPIC, b"overflow-2")).dead_lettered
+        await broker.alter_topic_config(TOPIC, {"max.partition.messages": None})
+        assert await broker.dead_letters.replay(TOPIC) == 2
+    async with files() as broker:
+        assert [d.value for d in broker.dead_letters.list(TOPIC)] == [b"overflow", b"overflow-2"]
+        assert await broker.dead_letters.replay(TOPIC) == 0
+        assert broker.partition(TOPIC, 0).high_watermark == 3
+
+
+async def test_memory_engine_starts_empty() -> None:
+    async with kafkalite.Broker(data_dir=None) as broker:
+        await broker.create_topic(TOPIC)
+    async with kafkalite.Broker(data_dir=None) as broker:
+        assert TOPIC not in broker.topics
