@@ -78,6 +78,7 @@ class RequestContext:
     server: ServerInfo
     header: RequestHeader
     schema: ApiSchema
+    client_host: str = ""
 
     @property
     def version(self) -> int:
@@ -88,7 +89,7 @@ class RequestContext:
         return self.schema.build(class_name, **fields)
 
 
-async def dispatch(broker: Broker, server: ServerInfo, frame: bytes) -> bytes | None:
+async def dispatch(broker: Broker, server: ServerInfo, frame: bytes, client_host: str = "") -> bytes | None:
     """Decode one request frame, run its handler and return the response frame (None: no response is due).
 
     Raises `ProtocolError` for unknown API keys, unsupported versions (except ApiVersions, which gets the v0
@@ -105,5 +106,5 @@ async def dispatch(broker: Broker, server: ServerInfo, frame: bytes) -> bytes | 
     schema = api_schema(api_key, version)
     header, offset = decode_request_header(frame, schema.request_header_version)
     request = schema.decode(frame, offset)
-    response = await registration.handler(RequestContext(broker, server, header, schema), request)
+    response = await registration.handler(RequestContext(broker, server, header, schema, client_host), request)
     return None if response is None else schema.encode_response(correlation_id, response)

@@ -35,10 +35,11 @@ _READ_CHUNK = 64 * 1024
 class _Connection:
     """One client connection; `busy` while a request is being served."""
 
-    __slots__ = ("busy", "peer", "task")
+    __slots__ = ("busy", "host", "peer", "task")
 
-    def __init__(self, peer: str, task: asyncio.Task[None]) -> None:
-        self.peer = peer
+    def __init__(self, host: str, port: int, task: asyncio.Task[None]) -> None:
+        self.host = host
+        self.peer = f"{host}:{port}"
         self.task = task
         self.busy = False
 
@@ -127,10 +128,11 @@ class KafkaServer:
         await self.close()
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        peer = "{}:{}".format(*writer.get_extra_info("peername", ("?", 0))[:2])
+        host, port = writer.get_extra_info("peername", ("?", 0))[:2]
         task = asyncio.current_task()
         assert task is not None
-        connection = _Connection(peer, task)
+        connection = _Connection(host, port, task)
+        peer = connection.peer
         if self._closing:
             writer.close()
             return
@@ -167,7 +169,7 @@ class KafkaServer:
                 decoder.feed(data)
                 continue
             connection.busy = True
-            response = await dispatch(self.broker, self._info, frame)
+            response = await dispatch(self.broker, self._info, frame, connection.host)
             if response is not None:
                 writer.write(response)
                 await writer.drain()
