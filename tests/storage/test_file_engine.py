@@ -267,3 +267,32 @@ def test_storage_error_names_the_path_on_open(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("not a directory")
     with pytest.raises(StorageError, match="file"):
         PartitionLog.open(tmp_path / "file" / "t-0", CONFIG)
+
+
+def test_recovery_cuts_a_torn_tail_and_says_so(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    directory = tmp_path / "t-0"
+    log = PartitionLog.open(directory, CONFIG)
+    appended = fill(log, 10)
+    size = log.size_bytes
+    log.close()
+    torn = bytes(make_batch(3))[:-5]
+    with (directory / f"{0:020d}.log").open("ab") as segment:
+        segment.write(torn)
+    caplog.set_level(logging.WARNING, logger="kafkalite.storage")
+    log = PartitionLog.open(directory, CONFIG)
+    assert (log.log_end_offset, log.size_bytes) == (appended[-1][1] + 1, size)
+    assert f"{0:020d}.log at position {size}: {len(torn)} bytes dropped (truncated batch" in caplog.text
+    log.close()
+
+
+def test_roll_by_time_survives_reopen(tmp_path: Path) -> None:
+    config = LogConfig(segment_ms=100)
+    log = PartitionLog.open(tmp_path / "t-0", config)
+    append(log, make_batch(1, timestamp=1_000))
+    log.close()
+    log = PartitionLog.open(tmp_path / "t-0", config)
+    append(log, make_batch(1, timestamp=1_050))
+    assert log.segment_count == 1
+    append(log, make_batch(1, timestamp=1_101))  # measured from the first batch, read back on reopen
+    assert log.segment_count == 2
+    log.close()
