@@ -59,3 +59,31 @@ def test_admin(threaded: ThreadedServer) -> None:
         assert "kadm" not in threaded.broker.topics
     finally:
         admin.close()
+
+
+def test_group_consumer_commits_and_resumes(threaded: ThreadedServer) -> None:
+    producer = KafkaProducer(bootstrap_servers=threaded.bootstrap)
+    for i in range(10):
+        producer.send("kgrp", f"{i}".encode())
+    producer.flush(20)
+    producer.close(10)
+
+    def consume_some(count: int) -> list[bytes]:
+        consumer = KafkaConsumer(
+            "kgrp",
+            bootstrap_servers=threaded.bootstrap,
+            group_id="kg",
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+        )
+        values: list[bytes] = []
+        deadline = time.monotonic() + 30
+        while len(values) < count and time.monotonic() < deadline:
+            for records in consumer.poll(500, max_records=count - len(values)).values():
+                values += [r.value for r in records]
+        consumer.commit()
+        consumer.close()
+        return values
+
+    assert consume_some(4) == [f"{i}".encode() for i in range(4)]
+    assert consume_some(1) == [b"4"]  # resumed from the committed offset
