@@ -104,10 +104,13 @@ class ApiSchema:
         return int(self.request_type.__header_schema__.__version__)
 
     def decode(self, frame: bytes, offset: int) -> Any:
-        """The request body starting at `offset`; bytes after it are ignored, as Kafka does."""
+        """The request body starting at `offset`; bytes after it are ignored, as Kafka does.
+
+        kio refuses tagged fields it does not know (Kafka would skip them); such a body is a `ProtocolError` here.
+        """
         try:
             request, _ = self._read(frame, offset)
-        except (SerialError, ValueError, OverflowError) as e:
+        except (SerialError, ValueError, OverflowError, KeyError) as e:  # kio: KeyError for an unknown tagged field
             raise ProtocolError(f"undecodable api_key={self.api_key} v{self.version} body: {e}") from e
         return request
 
