@@ -3,6 +3,7 @@ idempotent-producer table and the compacted offsets log. (The memory engine keep
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -139,3 +140,20 @@ async def test_memory_engine_starts_empty() -> None:
         await broker.create_topic(TOPIC)
     async with kafkalite.Broker(data_dir=None) as broker:
         assert TOPIC not in broker.topics
+
+
+@pytest.mark.parametrize("compact_min_records", [10, 10_000])
+async def test_concurrent_commits_are_replayed_as_committed(
+    files: BrokerFactory, monkeypatch: pytest.MonkeyPatch, compact_min_records: int
+) -> None:
+    """Commits in flight together (each awaiting its fsync) and compactions among them: the offsets a restart replays
+    are the latest of each key, the same the running broker answered."""
+    monkeypatch.setattr(offsets, "COMPACT_MIN_RECORDS", compact_min_records)
+    expected = {(f"g{i % 3}", i % 2): i for i in range(300)}
+    async with files() as broker:
+        await asyncio.gather(*(broker.offsets.commit(f"g{i % 3}", TOPIC, i % 2, i) for i in range(300)))
+        live = {(g, p): broker.offsets.fetch(g, TOPIC, p) for g, p in expected}
+        assert {k: v.offset for k, v in live.items() if v} == expected
+    async with files() as broker:
+        replayed = {(g, p): broker.offsets.fetch(g, TOPIC, p) for g, p in expected}
+        assert {k: v.offset for k, v in replayed.items() if v} == expected

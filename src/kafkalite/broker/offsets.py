@@ -8,10 +8,10 @@ Records use Kafka's own schemas, so Kafka tooling can read the topic:
     (strings are int16 length + UTF-8; a null value is a tombstone: the offset was deleted)
 
 The in-memory table is the source of answers; the log is its durable copy, replayed on start (last record per key
-wins). A commit returns once its record is written and, when the broker fsyncs, synced. The log is compacted the
-simple way: once it holds `COMPACT_RATIO` times more records than live keys, the live table is appended as one batch
-and everything before that batch is deleted (`delete_records_before`), so start-up replay stays proportional to the
-number of live offsets.
+wins). The table changes when a record is appended, in log order; a commit returns once its record is written and,
+when the broker fsyncs, synced. The log is compacted the simple way: once it holds `COMPACT_RATIO` times more records
+than live keys, the live table is appended as one batch and everything before that batch is deleted
+(`delete_records_before`), so start-up replay stays proportional to the number of live offsets.
 """
 
 from __future__ import annotations
@@ -146,7 +146,6 @@ class OffsetManager:
         if not updates:
             return
         await self._write({key: value for key, value in updates.items()})
-        self._table.update(updates)
         if self._records_in_log > max(COMPACT_MIN_RECORDS, COMPACT_RATIO * len(self._table)):
             await self._compact()
 
@@ -156,8 +155,6 @@ class OffsetManager:
         if not doomed:
             return
         await self._write(dict.fromkeys(doomed))
-        for key in doomed:
-            self._table.pop(key, None)
 
     async def _write(self, entries: dict[OffsetKey, CommittedOffset | None]) -> None:
         now = int(time.time() * 1000)
@@ -166,6 +163,13 @@ class OffsetManager:
             for key, value in entries.items()
         ]
         await self._partition.append(build_batch(records, now_ms=now))
+        # The table follows the log in append order, before the sync's await: concurrent commits then land in the
+        # table in the order a replay will apply them, and a compaction's snapshot holds every record before it.
+        for key, value in entries.items():
+            if value is None:
+                self._table.pop(key, None)
+            else:
+                self._table[key] = value
         self._records_in_log += len(records)
         if self._fsync:
             await self._partition.log.sync()
