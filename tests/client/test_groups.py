@@ -349,3 +349,56 @@ async def test_a_rebalance_is_not_delayed_by_buffered_messages_of_a_slow_handler
         async with asyncio.timeout(TIMEOUT_S):
             await task
         await c.close()
+
+
+async def test_a_member_expelled_for_not_polling_rejoins_as_a_new_member(broker: kafkalite.Broker) -> None:
+    """c1 does not poll while c2 joins, so the rebalance timeout expels it; its next poll must join again (with a new
+    member id) instead of retrying the expired one forever."""
+    await broker.create_topic(TOPIC, partitions=2)
+    c1 = consumer(broker, TOPIC, "g", name="c1")
+    await c1.start()
+    expired = c1.member_id
+    c2 = consumer(broker, TOPIC, "g", name="c2")
+    async with asyncio.timeout(TIMEOUT_S):
+        await c2.start()  # completes once the rebalance timeout (0.5 s) removed the silent c1
+    assert c2.assignment() == {(TOPIC, 0), (TOPIC, 1)}
+    polling = asyncio.create_task(_poll_forever(c2))
+    async with asyncio.timeout(TIMEOUT_S):
+        while len(c1.assignment()) != 1 or len(c2.assignment()) != 1:
+            await c1.getmany(timeout=0.01)
+    assert c1.member_id != expired
+    polling.cancel()
+    await asyncio.gather(polling, return_exceptions=True)
+    await c1.close()
+    await c2.close()
+
+
+async def _poll_forever(c: kafkalite.Consumer) -> None:
+    while True:
+        await c.getmany(timeout=0.01)
+
+
+async def test_a_group_over_several_topics(broker: kafkalite.Broker) -> None:
+    await broker.create_topic("a", partitions=2)
+    await broker.create_topic("b", partitions=1)
+    async with broker.producer() as producer:
+        sent = {(m.topic, m.partition, m.offset) for m in [await producer.send("ab"[i % 2], b"v") for i in range(12)]}
+    got: list[kafkalite.Message] = []
+    members = [consumer(broker, ["a", "b"], "g", name=f"c{i}") for i in range(2)]
+    for c in members:
+        await c.start()
+    tasks = [asyncio.create_task(c.run(got.append)) for c in members]
+
+    def stable() -> bool:
+        owned = sorted(tp for c in members for tp in c.assignment())
+        return len({c.generation_id for c in members}) == 1 and owned == [("a", 0), ("a", 1), ("b", 0)]
+
+    await wait_for(lambda: len(got) >= 12 and stable(), what="both topics read by a stable group")
+    assert {(m.topic, m.partition, m.offset) for m in got} == sent
+    assert len(got) == 12
+    assert all(c.assignment() for c in members)
+    for c, task in zip(members, tasks, strict=True):
+        c.stop()
+        async with asyncio.timeout(TIMEOUT_S):
+            await task
+        await c.close()

@@ -372,7 +372,8 @@ class Consumer:
             elif joined.error_code not in _REJOIN_ERRORS and joined.error_code != 79:
                 message = f"{self.name} cannot join group {group_id}: Kafka error {joined.error_code}"
                 raise GroupError(message, joined.error_code)
-            self.member_id = joined.member_id or self.member_id
+            else:  # MEMBER_ID_REQUIRED hands out the id to join with
+                self.member_id = joined.member_id or self.member_id
             return False
         self.member_id = joined.member_id
         self.generation_id = joined.generation_id
