@@ -221,3 +221,14 @@ async def test_concurrent_sends_into_a_nearly_full_partition_fill_it_and_dead_le
     assert [m.offset for m in metas[:2]] == [1, 2]
     assert broker.partition(TOPIC, 0).high_watermark == 3
     assert [d.value for d in broker.dead_letters.list(TOPIC)] == [b"2", b"3"]
+
+
+async def test_first_dead_letters_of_several_partitions_at_once_create_the_dlq_once(broker: kafkalite.Broker) -> None:
+    await broker.create_topic(TOPIC, partitions=3, config={"max.partition.messages": "1"})
+    async with broker.producer(retry_backoff=0.001) as producer:
+        for p in range(3):
+            await producer.send(TOPIC, b"fill", partition=p)
+        metas = await asyncio.gather(*(producer.send(TOPIC, b"x%d" % p, partition=p) for p in range(3)))
+    assert all(m.dead_lettered for m in metas)
+    assert [p.index for p in broker.topic(TOPIC + ".DLQ").partitions] == [0, 1, 2]
+    assert [(d.dlq_partition, d.value) for d in broker.dead_letters.list(TOPIC)] == [(0, b"x0"), (1, b"x1"), (2, b"x2")]

@@ -21,6 +21,7 @@ never repeated and survives restarts.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import struct
 import time
@@ -71,6 +72,9 @@ class DeadLetterQueue:
 
     def __init__(self, broker: Broker) -> None:
         self._broker = broker
+        # Creating or growing a DLQ awaits (the file engine opens logs in a thread): one at a time, or two first dead
+        # letters of a topic would both create its partitions.
+        self._creating = asyncio.Lock()
 
     async def send(
         self,
@@ -87,7 +91,8 @@ class DeadLetterQueue:
     ) -> ProduceResult:
         """Write one dead letter for (topic, partition); create or grow `<topic>.DLQ` as needed."""
         dlq = dead_letter_topic(topic)
-        await self._ensure_partitions(dlq, len(self._broker.topic(topic).partitions))
+        async with self._creating:
+            await self._ensure_partitions(dlq, len(self._broker.topic(topic).partitions))
         error_class = type(error)
         dlt_headers: list[tuple[str, bytes | None]] = [
             (HEADER_PREFIX + "original-topic", topic.encode()),
