@@ -93,12 +93,17 @@ def sample_batch(compression: Compression = Compression.NONE, base_offset: int =
     )
 
 
-def corrupt_message(fn: object, *args: object) -> str:
+def run(fn: object, *args: object) -> None:
+    """Call `fn`, draining the result if it is a generator (`iter_records` raises while iterating)."""
     assert callable(fn)
+    result = fn(*args)
+    if hasattr(result, "__next__"):
+        list(result)
+
+
+def corrupt_message(fn: object, *args: object) -> str:
     with pytest.raises(CorruptRecordError) as info:
-        result = fn(*args)
-        if hasattr(result, "__next__"):
-            list(result)  # generators raise while iterating
+        run(fn, *args)
     return str(info.value)
 
 
@@ -457,7 +462,8 @@ def test_zstd_frames_without_a_content_size_decode() -> None:
     streaming.compress(data)
     frame = bytes(streaming.finish())
     frame_header_descriptor = frame[4]
-    assert frame_header_descriptor >> 6 == 0 and not frame_header_descriptor & 0x20  # no Frame_Content_Size field
+    assert frame_header_descriptor >> 6 == 0  # Frame_Content_Size_flag 0 ...
+    assert not frame_header_descriptor & 0x20  # ... and not single-segment: no Frame_Content_Size field
     assert decompress(Compression.ZSTD, frame) == data
     assert decompress(Compression.ZSTD, frame + frame) == data * 2
 
@@ -594,9 +600,12 @@ def test_header_view_properties() -> None:
     )
     header = read_header(batch)
     assert isinstance(header, BatchHeader)
-    assert header.size == len(batch) and header.size == header.batch_length + 12
+    assert header.size == len(batch)
+    assert header.size == header.batch_length + 12
     assert header.last_offset == 7
     assert header.compression is Compression.ZSTD
-    assert header.log_append_time and not header.is_transactional and not header.is_control
+    assert header.log_append_time
+    assert not header.is_transactional
+    assert not header.is_control
     assert read_header(b"\x00" * 5 + batch, 5) == header
     assert len(batch) > HEADER_SIZE

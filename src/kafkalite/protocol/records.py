@@ -38,10 +38,10 @@ a check raises `CorruptRecordError` with the reason, before any byte is changed;
 a batch whose stored CRC is already wrong, so corruption is never laundered into a "valid" batch.
 
 Decompression bombs: a snappy body declares its uncompressed size, so it is refused above `MAX_DECOMPRESSED_BYTES`
-before anything is allocated. cramjam has no bounded-output API for gzip, lz4 and zstd (`output_len` only sizes the
-buffer; its streaming decompressors are not incremental), so those are bounded only by their format: about 1032x the
-input for gzip, 255x for lz4, far more for zstd. The broker never decompresses (batches stay opaque), so only a
-consumer that decodes a hostile batch is exposed.
+before anything is allocated. cramjam has no bounded-output API for gzip, lz4 and zstd (`output_len` preallocates,
+it does not limit; its streaming decompressors want the whole input at once), so those are bounded only by their
+format: about 1032x the input for gzip, about 255x for lz4, tens of thousands x for zstd. The broker never
+decompresses (batches stay opaque), so only a consumer that decodes a hostile batch is exposed.
 """
 
 from __future__ import annotations
@@ -231,9 +231,7 @@ def patch_base_offset(buf: bytearray | memoryview, pos: int, base_offset: int) -
     _BASE_OFFSET.pack_into(buf, pos, base_offset)
 
 
-def patch_log_append_time(
-    buf: bytearray | memoryview, pos: int, header: BatchHeader, timestamp_ms: int
-) -> BatchHeader:
+def patch_log_append_time(buf: bytearray | memoryview, pos: int, header: BatchHeader, timestamp_ms: int) -> BatchHeader:
     """Stamp the batch at `pos` with the broker's clock, as Kafka does for `message.timestamp.type=LogAppendTime`.
 
     Sets the timestamp-type attribute bit and the max timestamp (readers then report it for every record), then
