@@ -97,8 +97,8 @@ async def _serve(config: BrokerConfig, host: str, port: int, advertised_host: st
         await server.start()
         where = config.data_dir if config.data_dir is not None else "memory only"
         fsync = "fsync before acks=all" if config.fsync else "no fsync"
-        Console(stderr=False, highlight=False).print(
-            f"KafkaLite ready on {server.advertised_host}:{server.port} (data: {where}, {fsync})"
+        Console(stderr=False, highlight=False).print(  # soft_wrap: one line, however long the data dir's path
+            f"KafkaLite ready on {server.advertised_host}:{server.port} (data: {where}, {fsync})", soft_wrap=True
         )
         sys.stdout.flush()
         await stop.wait()
