@@ -111,7 +111,7 @@ class Partition:
                 whole = pos == 0 and header.size == len(buffer)
                 batch = buffer if whole else buffer[pos : pos + header.size]
                 if append_time >= 0:
-                    patch_log_append_time(batch, 0, header, append_time)
+                    header = patch_log_append_time(batch, 0, header, append_time)
                 base, last = self.log.append(batch, header)
                 self._max_timestamp = max(self._max_timestamp, header.max_timestamp)
                 if header.producer_id >= 0:
