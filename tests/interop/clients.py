@@ -51,6 +51,19 @@ def messages(prefix: str, count: int, headers: Headers = ()) -> list[Outgoing]:
     return [Outgoing(f"{prefix}-{i}".encode(), f"key-{i}".encode() if i % 2 else None, headers) for i in range(count)]
 
 
+def assert_intact(sent: Sequence[Outgoing], got: Sequence[Received]) -> None:
+    """Every message exactly once with its key and headers; per partition, offsets from 0 in the order sent."""
+    assert sorted(r.value for r in got) == sorted(m.value for m in sent)
+    by_value = {m.value: (m.key, m.headers) for m in sent}
+    for r in got:
+        assert (r.key, r.headers) == by_value[r.value], r
+    order = {m.value: i for i, m in enumerate(sent)}
+    for p in {r.partition for r in got}:
+        mine = sorted((r for r in got if r.partition == p), key=lambda r: r.offset)
+        assert [r.offset for r in mine] == list(range(len(mine)))
+        assert [order[r.value] for r in mine] == sorted(order[r.value] for r in mine)
+
+
 def until(done: Callable[[], bool], what: str, step: Callable[[], None] = lambda: time.sleep(0.05)) -> None:
     deadline = time.monotonic() + WAIT_S
     while not done():
