@@ -6,6 +6,7 @@ a lookup table of its own::
 
     KafkaLiteError
     ├── CorruptRecordError           bytes that are not a valid RecordBatch v2 (code 2, CORRUPT_MESSAGE)
+    ├── ProtocolError                bytes that break the wire protocol: the server closes that connection
     ├── StorageError                 the disk refused a write, fsync or open
     ├── OffsetOutOfRangeError        read below the log start or past the log end (code 1)
     ├── TopicError
@@ -42,6 +43,10 @@ class CorruptRecordError(KafkaLiteError):
     """Bytes that are not a valid RecordBatch: truncated, bad length, wrong magic, CRC mismatch, bad varint."""
 
     error_code = 2
+
+
+class ProtocolError(KafkaLiteError):
+    """Bytes that break the wire protocol; the only safe answer is to close the connection."""
 
 
 class StorageError(KafkaLiteError):

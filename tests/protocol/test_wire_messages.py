@@ -12,7 +12,8 @@ from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopi
 from kio.serial import entity_reader, entity_writer
 
 from kafkalite.protocol.messages import api_schema
-from kafkalite.protocol.wire import ProtocolError, decode_request_header
+from kafkalite.errors import ProtocolError
+from kafkalite.protocol.wire import decode_request_header
 
 
 def test_build_drops_fields_the_version_lacks_and_converts_plain_values() -> None:

@@ -33,7 +33,8 @@ from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import SerialError
 
-from kafkalite.protocol.wire import ProtocolError, frame_response
+from kafkalite.errors import ProtocolError
+from kafkalite.protocol.wire import frame_response
 
 _Convert = Callable[[Any], Any]
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)

@@ -35,7 +35,7 @@ from kio.serial.errors import SerialError
 from kio.serial.readers import read_nullable_legacy_string, read_unsigned_varint
 from kio.static.primitive import i16
 
-from kafkalite.errors import KafkaLiteError
+from kafkalite.errors import ProtocolError
 
 DEFAULT_MAX_FRAME_BYTES: Final = 100 * 1024 * 1024  # socket.request.max.bytes
 UNSUPPORTED_VERSION: Final = 35
@@ -69,10 +69,6 @@ class ApiKey(enum.IntEnum):
     CREATE_PARTITIONS = 37
     INCREMENTAL_ALTER_CONFIGS = 44
     DESCRIBE_CLUSTER = 60
-
-
-class ProtocolError(KafkaLiteError):
-    """Bytes that break the wire protocol; the only safe answer is to close the connection."""
 
 
 class FrameDecoder:

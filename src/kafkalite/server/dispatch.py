@@ -16,10 +16,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from kafkalite.errors import ProtocolError
 from kafkalite.protocol.messages import ApiSchema, api_schema
 from kafkalite.protocol.wire import (
     ApiKey,
-    ProtocolError,
     RequestHeader,
     api_versions_fallback,
     decode_request_header,

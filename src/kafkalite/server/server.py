@@ -20,7 +20,8 @@ import logging
 import socket
 from typing import TYPE_CHECKING
 
-from kafkalite.protocol.wire import DEFAULT_MAX_FRAME_BYTES, FrameDecoder, ProtocolError
+from kafkalite.errors import ProtocolError
+from kafkalite.protocol.wire import DEFAULT_MAX_FRAME_BYTES, FrameDecoder
 from kafkalite.server import handlers  # noqa: F401  (importing the package registers every handler)
 from kafkalite.server.dispatch import ServerInfo, dispatch
 

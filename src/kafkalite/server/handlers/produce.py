@@ -19,7 +19,8 @@ import asyncio
 from typing import Any
 
 from kafkalite.errors import KafkaLiteError, UnknownTopicError
-from kafkalite.protocol.wire import ApiKey, ProtocolError
+from kafkalite.errors import ProtocolError
+from kafkalite.protocol.wire import ApiKey
 from kafkalite.server.dispatch import RequestContext, handles
 from kafkalite.server.handlers._common import UNKNOWN_TOPIC_ID, error_code, error_message
 
