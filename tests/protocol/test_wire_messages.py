@@ -11,8 +11,8 @@ from kio.schema.errors import ErrorCode
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 from kio.serial import entity_reader, entity_writer
 
-from kafkalite.protocol.messages import api_schema
 from kafkalite.errors import ProtocolError
+from kafkalite.protocol.messages import api_schema
 from kafkalite.protocol.wire import decode_request_header
 
 

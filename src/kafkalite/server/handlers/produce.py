@@ -18,8 +18,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from kafkalite.errors import KafkaLiteError, UnknownTopicError
-from kafkalite.errors import ProtocolError
+from kafkalite.errors import KafkaLiteError, ProtocolError, UnknownTopicError
 from kafkalite.protocol.wire import ApiKey
 from kafkalite.server.dispatch import RequestContext, handles
 from kafkalite.server.handlers._common import UNKNOWN_TOPIC_ID, error_code, error_message
