@@ -78,6 +78,7 @@ class Broker:
         self._producer_id_limit = 0
         self._transactional_ids: dict[str, tuple[int, int]] = {}
         self._retention_task: asyncio.Task[None] | None = None
+        self._admin_lock = asyncio.Lock()  # topic create/delete/grow/alter: one at a time, each all or nothing
         self._started = False
         self._closed = False
 
@@ -192,9 +193,12 @@ class Broker:
             raise InvalidConfigError(f"partitions must be an integer in 1..{MAX_PARTITIONS}, got {partitions!r}")
         settings = {k: str(v) for k, v in (config or {}).items()}
         TopicConfig.validated(settings)
-        if validate_only:
-            return Topic(name, uuid.uuid4(), TopicConfig(settings, self.config.topic_defaults), [])
-        topic = await self._create_topic(name, partitions, settings, internal=False)
+        async with self._admin_lock:
+            if name in self.topics:
+                raise TopicExistsError(f"topic {name!r} already exists")
+            if validate_only:
+                return Topic(name, uuid.uuid4(), TopicConfig(settings, self.config.topic_defaults), [])
+            topic = await self._create_topic(name, partitions, settings, internal=False)
         logger.info("Created topic=%s partitions=%d", name, partitions)
         return topic
 
@@ -211,21 +215,28 @@ class Broker:
             return self.topics[name]
 
     async def _create_topic(self, name: str, count: int, settings: dict[str, str], *, internal: bool) -> Topic:
+        """Open the partitions and save the metadata first; only then is the topic visible (all or nothing)."""
         config = TopicConfig(settings, self.config.topic_defaults)
         topic = Topic(name, uuid.uuid4(), config, [], is_internal=internal)
+        partitions = await self._open_partitions(topic, range(count))
+        topic.partitions.extend(partitions)
+        try:
+            await self._save_topic(topic)
+        except BaseException:
+            for partition in partitions:
+                partition.log.close()
+            raise
         self.topics[name] = topic
         self._topics_by_id[topic.topic_id] = topic
-        try:
-            topic.partitions.extend(await self._open_partitions(topic, range(count)))
-            self._save_topic(topic)
-        except BaseException:
-            self.topics.pop(name, None)
-            self._topics_by_id.pop(topic.topic_id, None)
-            raise
         return topic
 
     async def delete_topic(self, name: str) -> None:
         self._check_open()
+        async with self._admin_lock:
+            await self._delete_topic(name)
+        logger.info("Deleted topic=%s", name)
+
+    async def _delete_topic(self, name: str) -> None:
         topic = self.topic(name)
         if topic.is_internal:
             raise UnknownTopicError(f"internal topic {name!r} cannot be deleted")
@@ -243,21 +254,22 @@ class Broker:
                     doomed.append(target)
             (self._meta_dir / "topics" / f"{name}.json").unlink(missing_ok=True)
             await asyncio.to_thread(_remove_dirs, doomed)
-        logger.info("Deleted topic=%s", name)
 
     async def create_partitions(self, name: str, total_count: int, *, validate_only: bool = False) -> None:
         """Grow a topic to `total_count` partitions (Kafka never shrinks a topic)."""
         self._check_open()
-        topic = self.topic(name)
-        current = len(topic.partitions)
-        if not isinstance(total_count, int) or total_count <= current or total_count > MAX_PARTITIONS:
-            raise InvalidConfigError(
-                f"topic {name!r} has {current} partitions; the new count must be greater (got {total_count!r})"
-            )
-        if validate_only:
-            return
-        topic.partitions.extend(await self._open_partitions(topic, range(current, total_count)))
-        self._save_topic(topic)
+        async with self._admin_lock:
+            topic = self.topic(name)
+            current = len(topic.partitions)
+            if not isinstance(total_count, int) or total_count <= current or total_count > MAX_PARTITIONS:
+                raise InvalidConfigError(
+                    f"topic {name!r} has {current} partitions; the new count must be greater (got {total_count!r})"
+                )
+            if validate_only:
+                return
+            added = await self._open_partitions(topic, range(current, total_count))
+            topic.partitions.extend(added)
+            await self._save_topic(topic)
         logger.info("Grew topic=%s from %d to %d partitions", name, current, total_count)
 
     async def alter_topic_config(
@@ -265,15 +277,16 @@ class Broker:
     ) -> None:
         """Set or reset (None) topic configs; every change is validated before any applies."""
         self._check_open()
-        topic = self.topic(name)
-        TopicConfig.validated(changes)
-        if validate_only:
-            return
-        topic.config.update(changes)
-        log_config = topic.config.log_config()
-        for partition in topic.partitions:
-            partition.log.config = log_config
-        self._save_topic(topic)
+        async with self._admin_lock:
+            topic = self.topic(name)
+            TopicConfig.validated(changes)
+            if validate_only:
+                return
+            topic.config.update(changes)
+            log_config = topic.config.log_config()
+            for partition in topic.partitions:
+                partition.log.config = log_config
+            await self._save_topic(topic)
         logger.info("Altered configs of topic=%s: %s", name, dict(changes))
 
     async def _open_partitions(self, topic: Topic, indexes: range) -> list[Partition]:
@@ -389,7 +402,7 @@ class Broker:
         assert self.data_dir is not None
         return self.data_dir / _META_DIR
 
-    def _save_topic(self, topic: Topic) -> None:
+    async def _save_topic(self, topic: Topic) -> None:
         if self.data_dir is None:
             return
         document = {
@@ -399,7 +412,10 @@ class Broker:
             "internal": topic.is_internal,
             "config": topic.config.overrides(),
         }
-        write_atomically(self._meta_dir / "topics" / f"{topic.name}.json", json.dumps(document, indent=1).encode())
+        path = self._meta_dir / "topics" / f"{topic.name}.json"
+        await asyncio.to_thread(
+            write_atomically, path, json.dumps(document, indent=1).encode(), fsync=self.config.fsync
+        )
 
     def _load_from_disk(self) -> None:
         assert self.data_dir is not None
