@@ -12,7 +12,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import aiokafka
@@ -62,6 +62,28 @@ def assert_intact(sent: Sequence[Outgoing], got: Sequence[Received]) -> None:
         mine = sorted((r for r in got if r.partition == p), key=lambda r: r.offset)
         assert [r.offset for r in mine] == list(range(len(mine)))
         assert [order[r.value] for r in mine] == sorted(order[r.value] for r in mine)
+
+
+@dataclass(slots=True)
+class Deliveries:
+    """A confluent-kafka `on_delivery` callback recording what the broker acknowledged and what failed."""
+
+    acked: list[Received] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+
+    def __call__(self, error: Any, m: Any) -> None:
+        if error is None:
+            self.acked.append(Received(m.partition(), m.offset(), m.key(), m.value(), tuple(m.headers() or ())))
+        else:
+            self.failed.append(str(error))
+
+
+def assert_acked_exactly_once(acked: Sequence[Received], log: Sequence[Received]) -> None:
+    """Each acknowledged record sits once in the log, at the offset it was acknowledged with; nothing is doubled."""
+    assert len({r.value for r in log}) == len(log), "a record was written twice"
+    at = {(r.partition, r.offset): r.value for r in log}
+    missing = [r for r in acked if at.get((r.partition, r.offset)) != r.value]
+    assert not missing, f"{len(missing)} of {len(acked)} acknowledged records are misplaced: {missing[:3]}"
 
 
 def until(done: Callable[[], bool], what: str, step: Callable[[], None] = lambda: time.sleep(0.05)) -> None:
@@ -145,6 +167,19 @@ class Confluent(Client):
             return received
         finally:
             consumer.close()
+
+    def end_offsets(self, topic: str) -> dict[int, int]:
+        consumer = self.consumer()
+        try:
+            partitions = consumer.list_topics(topic, timeout=WAIT_S).topics[topic].partitions
+            tps = [confluent_kafka.TopicPartition(topic, p) for p in partitions]
+            return {tp.partition: consumer.get_watermark_offsets(tp, timeout=WAIT_S)[1] for tp in tps}
+        finally:
+            consumer.close()
+
+    def read_all(self, topic: str) -> list[Received]:
+        """Every record up to the high watermarks."""
+        return self.consume(topic, sum(self.end_offsets(topic).values()))
 
     def offset_for_time(self, topic: str, partition: int, timestamp_ms: int) -> int | None:
         consumer = self.consumer()
