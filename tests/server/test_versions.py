@@ -186,6 +186,16 @@ async def test_incremental_alter_configs(raw: Any, broker: Broker, version: int)
     assert broker.topic("iac").config.get("retention.ms") == "5000"
 
 
+@pytest.mark.parametrize("version", versions(ApiKey.ALTER_CONFIGS))
+async def test_alter_configs_replaces_the_overrides(raw: Any, broker: Broker, version: int) -> None:
+    await broker.create_topic("ac", 1, {"retention.ms": "1000"})
+    configs = [raw.nested(33, version, "AlterableConfig", name="segment.ms", value="60000")]
+    resources = [raw.nested(33, version, "AlterConfigsResource", resource_type=2, resource_name="ac", configs=configs)]
+    response = await raw.request(33, version, resources=resources, validate_only=False)
+    assert [r.error_code for r in response.responses] == [0]
+    assert broker.topic("ac").config.overrides() == {"segment.ms": "60000"}
+
+
 @pytest.mark.parametrize("version", versions(ApiKey.DELETE_RECORDS))
 async def test_delete_records(raw: Any, broker: Broker, version: int) -> None:
     await broker.create_topic("dr", 1)

@@ -1,6 +1,7 @@
 """One module per Kafka API key; importing this package registers every handler with `server.dispatch`."""
 
 from kafkalite.server.handlers import (
+    alter_configs,
     api_versions,
     create_partitions,
     create_topics,
@@ -27,6 +28,7 @@ from kafkalite.server.handlers import (
 )
 
 __all__ = [
+    "alter_configs",
     "api_versions",
     "create_partitions",
     "create_topics",
