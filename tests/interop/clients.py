@@ -23,6 +23,7 @@ import kafka
 import kafka.admin
 import kafka.codec
 import pytest
+from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
 WAIT_S = 30.0
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
@@ -120,6 +121,35 @@ class Client:
     def offset_for_time(self, topic: str, partition: int, timestamp_ms: int) -> int | None:
         raise NotImplementedError
 
+    # --- admin: clients with `has_admin` ---------------------------------------------------------------------
+
+    def topics(self) -> dict[str, int]:
+        """Topic name -> partition count."""
+        raise NotImplementedError
+
+    def create_partitions(self, topic: str, total: int) -> None:
+        raise NotImplementedError
+
+    def topic_config(self, topic: str) -> dict[str, str]:
+        raise NotImplementedError
+
+    def alter_topic_config(self, topic: str, name: str, value: str) -> None:
+        raise NotImplementedError
+
+    def delete_topic(self, topic: str) -> None:
+        raise NotImplementedError
+
+    def commit(self, group: str, topic: str, partition: int, offset: int) -> None:
+        raise NotImplementedError
+
+    def groups(self) -> dict[str, str]:
+        """Group id -> state as ListGroups reports it, lower case."""
+        raise NotImplementedError
+
+    def group_state(self, group: str) -> str:
+        """The state DescribeGroups reports, lower case."""
+        raise NotImplementedError
+
 
 class Confluent(Client):
     name = "confluent-kafka"
@@ -167,6 +197,48 @@ class Confluent(Client):
             return received
         finally:
             consumer.close()
+
+    def topics(self) -> dict[str, int]:
+        return {name: len(t.partitions) for name, t in self.admin().list_topics(timeout=WAIT_S).topics.items()}
+
+    def create_partitions(self, topic: str, total: int) -> None:
+        admin = self.admin()
+        admin.create_partitions([confluent_kafka.admin.NewPartitions(topic, total)])[topic].result(WAIT_S)
+
+    def topic_config(self, topic: str) -> dict[str, str]:
+        admin = self.admin()
+        [future] = admin.describe_configs([confluent_kafka.admin.ConfigResource("topic", topic)]).values()
+        return {name: entry.value for name, entry in future.result(WAIT_S).items()}
+
+    def alter_topic_config(self, topic: str, name: str, value: str) -> None:
+        admin = self.admin()
+        change = confluent_kafka.admin.ConfigEntry(
+            name, value, incremental_operation=confluent_kafka.admin.AlterConfigOpType.SET
+        )
+        resource = confluent_kafka.admin.ConfigResource("topic", topic, incremental_configs=[change])
+        [future] = admin.incremental_alter_configs([resource]).values()
+        future.result(WAIT_S)
+
+    def delete_topic(self, topic: str) -> None:
+        admin = self.admin()
+        admin.delete_topics([topic])[topic].result(WAIT_S)
+
+    def commit(self, group: str, topic: str, partition: int, offset: int) -> None:
+        consumer = self.consumer(**{"group.id": group})
+        try:
+            consumer.commit(offsets=[confluent_kafka.TopicPartition(topic, partition, offset)], asynchronous=False)
+        finally:
+            consumer.close()
+
+    def groups(self) -> dict[str, str]:
+        admin = self.admin()
+        listed = admin.list_consumer_groups(request_timeout=WAIT_S).result(WAIT_S).valid
+        return {g.group_id: g.state.name.lower() for g in listed}
+
+    def group_state(self, group: str) -> str:
+        admin = self.admin()
+        described = admin.describe_consumer_groups([group], request_timeout=WAIT_S)[group].result(WAIT_S)
+        return str(described.state.name).lower()
 
     def end_offsets(self, topic: str) -> dict[int, int]:
         consumer = self.consumer()
@@ -228,10 +300,52 @@ class AioKafka(Client):
 
         asyncio.run(main())
 
-    def run_consumer(self, call: Callable[[aiokafka.AIOKafkaConsumer], Any]) -> Any:
+    def topics(self) -> dict[str, int]:
+        described = self.run_admin(lambda admin: admin.describe_topics())
+        return {t["topic"]: len(t["partitions"]) for t in described}
+
+    def create_partitions(self, topic: str, total: int) -> None:
+        self.run_admin(lambda admin: admin.create_partitions({topic: aiokafka.admin.NewPartitions(total_count=total)}))
+
+    def topic_config(self, topic: str) -> dict[str, str]:
+        resource = ConfigResource(ConfigResourceType.TOPIC, topic)
+        [response] = self.run_admin(lambda admin: admin.describe_configs([resource]))
+        [(error, _message, _type, _name, entries)] = response.resources
+        assert error == 0, response
+        return {entry[0]: entry[1] for entry in entries}
+
+    def alter_topic_config(self, topic: str, name: str, value: str) -> None:
+        """AlterConfigs (key 33): aiokafka has no incremental call, so it sends the whole set of overrides."""
+        overrides = {"retention.ms": self.topic_config(topic)["retention.ms"], name: value}
+        resource = ConfigResource(ConfigResourceType.TOPIC, topic, configs=overrides)
+        [response] = self.run_admin(lambda admin: admin.alter_configs([resource]))
+        assert [r[0] for r in response.resources] == [0], response
+
+    def delete_topic(self, topic: str) -> None:
+        self.run_admin(lambda admin: admin.delete_topics([topic]))
+
+    def commit(self, group: str, topic: str, partition: int, offset: int) -> None:
+        async def commit(consumer: aiokafka.AIOKafkaConsumer) -> None:
+            tp = aiokafka.TopicPartition(topic, partition)
+            consumer.assign([tp])
+            await consumer.commit({tp: offset})
+
+        self.run_consumer(commit, group_id=group)
+
+    def groups(self) -> dict[str, str]:
+        listed = self.run_admin(lambda admin: admin.list_consumer_groups())
+        return {group: self.group_state(group) for group, _protocol in listed}
+
+    def group_state(self, group: str) -> str:
+        [response] = self.run_admin(lambda admin: admin.describe_consumer_groups([group]))
+        [(error, _group, state, *_rest)] = response.groups
+        assert error == 0, response
+        return str(state).lower()
+
+    def run_consumer(self, call: Callable[[aiokafka.AIOKafkaConsumer], Any], **config: Any) -> Any:
         async def main() -> Any:
             consumer = aiokafka.AIOKafkaConsumer(
-                bootstrap_servers=self.bootstrap, auto_offset_reset="earliest", enable_auto_commit=False
+                bootstrap_servers=self.bootstrap, auto_offset_reset="earliest", enable_auto_commit=False, **config
             )
             await consumer.start()
             try:
@@ -271,11 +385,8 @@ class KafkaPython(Client):
         return kafka.KafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=int(WAIT_S * 1000))
 
     def create_topic(self, topic: str, partitions: int, config: dict[str, str] | None = None) -> None:
-        admin = self.admin()
-        try:
-            admin.create_topics([kafka.admin.NewTopic(topic, partitions, 1, topic_configs=config or {})])
-        finally:
-            admin.close()
+        new = kafka.admin.NewTopic(topic, partitions, 1, topic_configs=config or {})
+        self.run_admin(lambda admin: admin.create_topics([new]))
 
     def produce(self, topic: str, sent: Sequence[Outgoing], codec: str = "none", partition: int | None = None) -> None:
         producer = kafka.KafkaProducer(
@@ -290,9 +401,51 @@ class KafkaPython(Client):
         finally:
             producer.close(WAIT_S)
 
-    def consumer(self) -> kafka.KafkaConsumer:
+    def run_admin(self, call: Callable[[kafka.KafkaAdminClient], Any]) -> Any:
+        admin = self.admin()
+        try:
+            return call(admin)
+        finally:
+            admin.close()
+
+    def topics(self) -> dict[str, int]:
+        return {t["name"]: len(t["partitions"]) for t in self.run_admin(lambda admin: admin.describe_topics())}
+
+    def create_partitions(self, topic: str, total: int) -> None:
+        self.run_admin(lambda admin: admin.create_partitions({topic: kafka.admin.NewPartitions(total_count=total)}))
+
+    def topic_config(self, topic: str) -> dict[str, str]:
+        resource = kafka.admin.ConfigResource(kafka.admin.ConfigResourceType.TOPIC, topic)
+        described = self.run_admin(lambda admin: admin.describe_configs([resource]))
+        return {name: entry["value"] for name, entry in described["topic"][topic].items()}
+
+    def alter_topic_config(self, topic: str, name: str, value: str) -> None:
+        resource = kafka.admin.ConfigResource(kafka.admin.ConfigResourceType.TOPIC, topic, configs={name: value})
+        assert self.run_admin(lambda admin: admin.alter_configs([resource])) == {"topic": {topic: "OK"}}
+
+    def delete_topic(self, topic: str) -> None:
+        self.run_admin(lambda admin: admin.delete_topics([topic]))
+
+    def commit(self, group: str, topic: str, partition: int, offset: int) -> None:
+        consumer = self.consumer(group_id=group)
+        try:
+            tp = kafka.TopicPartition(topic, partition)
+            consumer.assign([tp])
+            consumer.commit({tp: kafka.structs.OffsetAndMetadata(offset, "", -1)})
+        finally:
+            consumer.close()
+
+    def groups(self) -> dict[str, str]:
+        listed = self.run_admin(lambda admin: admin.list_groups())
+        return {g["group_id"]: g["group_state"].lower() for g in listed}
+
+    def group_state(self, group: str) -> str:
+        described = self.run_admin(lambda admin: admin.describe_groups([group]))
+        return str(described[group]["group_state"]).lower()
+
+    def consumer(self, **config: Any) -> kafka.KafkaConsumer:
         return kafka.KafkaConsumer(
-            bootstrap_servers=self.bootstrap, auto_offset_reset="earliest", enable_auto_commit=False
+            bootstrap_servers=self.bootstrap, auto_offset_reset="earliest", enable_auto_commit=False, **config
         )
 
     def consume(self, topic: str, count: int) -> list[Received]:
@@ -322,6 +475,9 @@ class KafkaPython(Client):
             consumer.close()
 
 
+NO_ADMIN = "kcat has no admin API: topics come from auto-creation, and -L (metadata) is all it can ask"
+
+
 class Kcat(Client):
     """kcat has no admin API: topics come from auto-creation (`kafkalite serve --num-partitions`)."""
 
@@ -337,7 +493,7 @@ class Kcat(Client):
         return done.stdout.decode()
 
     def create_topic(self, topic: str, partitions: int, config: dict[str, str] | None = None) -> None:
-        pytest.skip("kcat has no admin API (it relies on auto-creation)")
+        pytest.skip(NO_ADMIN)
 
     def produce(self, topic: str, sent: Sequence[Outgoing], codec: str = "none", partition: int | None = None) -> None:
         """One kcat run per distinct header set (kcat's -H applies to every message of a run)."""
