@@ -27,6 +27,7 @@ from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
 WAIT_S = 30.0
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
+DYNAMIC_TOPIC_CONFIG = 1  # DescribeConfigs config_source of a topic's own override
 
 Headers = tuple[tuple[str, bytes], ...]
 
@@ -307,16 +308,20 @@ class AioKafka(Client):
     def create_partitions(self, topic: str, total: int) -> None:
         self.run_admin(lambda admin: admin.create_partitions({topic: aiokafka.admin.NewPartitions(total_count=total)}))
 
-    def topic_config(self, topic: str) -> dict[str, str]:
+    def config_entries(self, topic: str) -> list[tuple[Any, ...]]:
+        """(name, value, read_only, source, ...) per config of the topic."""
         resource = ConfigResource(ConfigResourceType.TOPIC, topic)
         [response] = self.run_admin(lambda admin: admin.describe_configs([resource]))
         [(error, _message, _type, _name, entries)] = response.resources
         assert error == 0, response
-        return {entry[0]: entry[1] for entry in entries}
+        return list(entries)
+
+    def topic_config(self, topic: str) -> dict[str, str]:
+        return {entry[0]: entry[1] for entry in self.config_entries(topic)}
 
     def alter_topic_config(self, topic: str, name: str, value: str) -> None:
         """AlterConfigs (key 33): aiokafka has no incremental call, so it sends the whole set of overrides."""
-        overrides = {"retention.ms": self.topic_config(topic)["retention.ms"], name: value}
+        overrides = {e[0]: e[1] for e in self.config_entries(topic) if e[3] == DYNAMIC_TOPIC_CONFIG} | {name: value}
         resource = ConfigResource(ConfigResourceType.TOPIC, topic, configs=overrides)
         [response] = self.run_admin(lambda admin: admin.alter_configs([resource]))
         assert [r[0] for r in response.resources] == [0], response
