@@ -4,8 +4,12 @@ Production uses `FileOps` as is: each method is the bare `os` call. A test subcl
 `pwrite` or `fsync` raise `OSError`, and passes the instance to `PartitionLog.open(..., file_ops=...)`. The engine
 turns every `OSError` into `StorageError` naming the file, so callers never see a raw `OSError`.
 
-`fsync` may run in a worker thread (group commit); it only ever receives file descriptors the engine duplicated for
-that purpose, so closing a segment on the event loop never races with it.
+`fsync` may run in a worker thread (group commit, the roll checkpoint); it only ever receives file descriptors the
+engine duplicated for that purpose, so closing a segment on the event loop never races with it.
+
+`replace_atomically` builds the engine's small checkpoint files (`recovery-point`, `log-start-offset`, the
+clean-shutdown marker) from these same calls rather than from `atomic_file`, so a test's `FileOps` sees every byte the
+engine puts in a partition directory, which is what a simulated power cut needs.
 """
 
 from __future__ import annotations
@@ -57,5 +61,30 @@ class FileOps:
     def close(self, fd: int) -> None:
         os.close(fd)
 
+    def rename(self, source: Path, target: Path) -> None:
+        os.replace(source, target)
+
     def remove(self, path: Path) -> None:
         path.unlink(missing_ok=True)
+
+
+TEMP_SUFFIX = ".tmp"
+
+
+def replace_atomically(ops: FileOps, path: Path, data: bytes, *, fsync: bool) -> None:
+    """Replace `path` with `data` so that after a crash it holds the old content or the new, never a mix.
+
+    Write `<name>.tmp`, fsync it, rename it over `path`, fsync the directory (`fsync=False` keeps the rename, which is
+    enough against kill -9, and skips both fsyncs). Raises `OSError`; callers name the file in a `StorageError`.
+    """
+    temp = path.with_name(path.name + TEMP_SUFFIX)
+    fd = ops.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    try:
+        ops.pwrite(fd, data, 0)
+        if fsync:
+            ops.fsync(fd)
+    finally:
+        ops.close(fd)
+    ops.rename(temp, path)
+    if fsync:
+        ops.fsync_directory(path.parent)

@@ -1,10 +1,20 @@
 """`PartitionLog`: the durable log of one partition, a directory of Kafka segments (`segment.Segment`).
 
 Directory `<data_dir>/<topic>-<partition>/` (the caller passes it) holds, for each segment,
-`<base offset, 20 digits>.log|.index|.timeindex`, plus `log-start-offset` when DeleteRecords moved the log start
-inside a segment: that file holds the offset in decimal and a newline, replaced atomically (`atomic_file`). Kafka keeps
-the same fact in `log-start-offset-checkpoint` at the data-dir level; one file per partition keeps partitions
-independent. On open the log start is max(first segment base, checkpoint), never past the log end.
+`<base offset, 20 digits>.log|.index|.timeindex`, and these small files, each replaced atomically
+(`file_ops.replace_atomically`: write `<name>.tmp`, fsync, rename, fsync the directory):
+  * `log-start-offset`, when DeleteRecords moved the log start inside a segment: the offset in decimal and a newline.
+    Kafka keeps the same fact in `log-start-offset-checkpoint` at the data-dir level; one file per partition keeps
+    partitions independent. On open the log start is max(first segment base, checkpoint), never past the log end.
+  * `recovery-point`: an offset in decimal and a newline (Kafka's `recovery-point-offset-checkpoint`, per partition
+    here). Invariant: every batch below it is on disk, and so are all three files of every segment that ends at or
+    below it. Written (1) after a roll, by a background task that fsyncs the rolled segment's three files (with any
+    earlier rolled segment not flushed yet) and the directory in a worker thread, then replaces the file: once per
+    segment, never per sync round; (2) by `open`, once recovery has fsynced what it checked; (3) by `close`, as the
+    log end offset; (4) by `truncate_to`, lowered before a cut below it.
+  * `clean-shutdown`: an empty marker (Kafka's `.kafka_cleanshutdown`, kept per partition because a log opens and
+    closes on its own, without knowing the data dir). `close` writes it last, after fsyncing every segment file and
+    writing `recovery-point`; `open` removes it, and makes the removal durable before any append can follow.
 
 Invariants: segment base offsets strictly increase and each segment ends where the next begins; the last segment is
 the active one (appends go there) and ends at `log_end_offset`; `_segment_bases` mirrors the segments for bisect, so
@@ -13,34 +23,49 @@ a read costs a bisect over segments, a binary search of that segment's offset in
 
 Durability (group commit): `append` writes to the page cache and bumps `_write_sequence`. `sync()` waits until a
 completed fsync round covers the caller's sequence: a round snapshots the sequence and the segments written since the
-last round, and fsyncs them (plus the directory when segments were created or deleted) in a worker thread, on
-duplicated file descriptors, so the event loop never blocks and closing a segment cannot pull a descriptor away from
-a running fsync. A caller arriving while a round is in flight waits for it, then for the next round, which one of
-those waiting starts; every caller waiting at that moment shares it. `fsync=False` turns `sync` into a no-op.
+last round, and fsyncs their `.log` files (plus the directory when segments were created or deleted) in a worker
+thread, on duplicated file descriptors, so the event loop never blocks and closing a segment cannot pull a descriptor
+away from a running fsync. A caller arriving while a round is in flight waits for it, then for the next round, which
+one of those waiting starts; every caller waiting at that moment shares it. `fsync=False` turns `sync` into a no-op
+and every fsync above into nothing (the checkpoint files are still renamed into place, which is enough for kill -9).
+Index files are fsynced only when their segment is rolled or the log closed: they are derived from the log, so
+recovery may always rebuild them. A roll outside a running event loop leaves the rolled segment queued; the next
+roll or `sync()` under a loop, or `close`, flushes it. A failed checkpoint is logged and retried at the next one; the
+recovery point only ever lags, which costs recovery time, never data.
 
-Recovery on open (`open`): each segment's indexes are checked (entries increasing, inside the log) and rebuilt from
-the log when missing or insane; the last segment is scanned from its last index entry, every batch's length, CRC and
-offset checked, and the log is cut at the first bad or partial batch (a WARNING names the file, position, bytes and
-reason). A corrupt batch found while rebuilding an older segment cuts there and deletes every later segment.
+Recovery on open (`open`):
+  * with `clean-shutdown` (the fast path): each segment's indexes are checked (entries increasing, inside the log)
+    and rebuilt from the log when missing or insane; the last segment is scanned from its last index entry.
+  * without it (kill -9, power loss, a crash): segments ending at or below `recovery-point` get the fast path's
+    index check; the segment holding it and every later one (always at least the last) are recovered fully, every
+    batch from the segment start checked (length, CRC, offset continuity) and both indexes rebuilt from the log,
+    since power loss may have torn or zero-filled any unflushed file. Then those segments are fsynced, so the
+    recovery point moves to the log end. A directory without the file (written before it existed) is recovered
+    fully once.
+Either way the log is cut at the first bad or partial batch (a WARNING names the file, position, bytes and reason);
+a cut in an older segment, or a segment that does not end where the next begins, deletes every later segment.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from bisect import bisect_right
 from collections.abc import Callable
 from pathlib import Path
 
 from kafkalite.errors import ClosedError, OffsetOutOfRangeError, StorageError
 from kafkalite.protocol.records import BatchHeader, patch_base_offset
-from kafkalite.storage.atomic_file import read_file, write_atomically
+from kafkalite.storage.atomic_file import read_file
 from kafkalite.storage.base import LogConfig
-from kafkalite.storage.file_ops import FileOps
+from kafkalite.storage.file_ops import FileOps, replace_atomically
 from kafkalite.storage.policy import DEFAULT_CONFIG, count_expired_segments, should_roll, wall_clock_ms
-from kafkalite.storage.segment import LOG_SUFFIX, Segment
+from kafkalite.storage.segment import LOG_SUFFIX, Segment, storage_error
 
 LOG_START_CHECKPOINT = "log-start-offset"
+RECOVERY_POINT_CHECKPOINT = "recovery-point"
+CLEAN_SHUTDOWN_MARKER = "clean-shutdown"
 _SEGMENT_NAME_DIGITS = 20
 
 logger = logging.getLogger("kafkalite.storage")
@@ -76,6 +101,15 @@ class PartitionLog:
         self._unsynced_segments: dict[int, Segment] = {segments[-1].base_offset: segments[-1]}
         self._directory_unsynced = True
         self._sync_round: asyncio.Task[None] | None = None
+        # Recovery point: `open` leaves everything below the log end on disk. Rolled segments wait in `_rolled` (with
+        # the offset they end at) until the checkpoint task has flushed them; `_checkpoint_lock` makes "is this value
+        # still true, then write it" one step between that worker thread and `truncate_to`/`close`, which bump
+        # `_checkpoint_epoch` so an in-flight checkpoint computed before them is dropped rather than written after.
+        self._recovery_point = log_end_offset
+        self._rolled: list[tuple[Segment, int]] = []
+        self._checkpoint_task: asyncio.Task[None] | None = None
+        self._checkpoint_lock = threading.Lock()
+        self._checkpoint_epoch = 0
 
     # --- opening and recovery ---------------------------------------------------------------------------------
 
@@ -98,20 +132,30 @@ class PartitionLog:
                 for path in directory.glob(f"*{LOG_SUFFIX}")
                 if len(path.stem) == _SEGMENT_NAME_DIGITS and path.stem.isdigit()
             )
+            clean = (directory / CLEAN_SHUTDOWN_MARKER).exists()
         except OSError as exc:
             raise StorageError(f"open {directory} failed: {exc.strerror or exc}") from exc
         checkpoint = read_file(directory / LOG_START_CHECKPOINT)
         checkpointed_start = int(checkpoint) if checkpoint else 0
+        # Segments from the one holding the recovery point on were not known durable: recover them fully.
+        recovery_point = _read_recovery_point(directory)
+        full_from = max((base for base in bases if base <= recovery_point), default=-1)
         segments: list[Segment] = []
+        recovered: list[Segment] = []
         log_end = checkpointed_start
         try:
             for number, base in enumerate(bases):
                 segment, rebuild_reason = Segment.load(directory, base, ops)
                 segments.append(segment)
                 is_last = number == len(bases) - 1
-                if not is_last and rebuild_reason is None:
+                full = not clean and base >= full_from
+                if not is_last and rebuild_reason is None and not full:
                     continue
-                log_end = segment.recover(config.index_interval_bytes, rebuild_reason=rebuild_reason, now_ms=clock())
+                log_end = segment.recover(
+                    config.index_interval_bytes, rebuild_reason=rebuild_reason, now_ms=clock(), full=full
+                )
+                if full or rebuild_reason is not None:
+                    recovered.append(segment)
                 if is_last:
                     continue
                 segment.become_inactive()
@@ -133,7 +177,7 @@ class PartitionLog:
                 segment.close()
             raise
         log_start = min(max(segments[0].base_offset, checkpointed_start), log_end)
-        return cls(
+        log = cls(
             directory,
             config,
             segments,
@@ -143,6 +187,33 @@ class PartitionLog:
             clock=clock,
             file_ops=ops,
         )
+        try:
+            log._settle_after_open(recovered, clean=clean)
+        except BaseException:
+            for segment in segments:
+                segment.close()
+            raise
+        return log
+
+    def _settle_after_open(self, recovered: list[Segment], *, clean: bool) -> None:
+        """Make what recovery checked and rewrote durable, so the recovery point can be the log end; drop the marker.
+
+        Recovery may have read bytes a killed process left in the page cache, cut files and rebuilt indexes: none of
+        that is on disk yet. Flushing it here (blocking, like the recovery reads before it) keeps the invariant simple.
+        The marker goes last, and its removal is made durable before any append: were it to reappear after a power
+        cut, the next open would trust segments written after this one.
+        """
+        try:
+            if recovered and self._fsync:
+                self._fsync_descriptors(self._dup_files(recovered), sync_directory=True)
+            if not clean:
+                self._write_recovery_point(self._log_end)
+            else:
+                self._ops.remove(self.directory / CLEAN_SHUTDOWN_MARKER)
+                if self._fsync:
+                    self._ops.fsync_directory(self.directory)
+        except OSError as exc:
+            raise StorageError(f"open {self.directory} failed: {exc.strerror or exc}") from exc
 
     # --- the Log interface ------------------------------------------------------------------------------------
 
@@ -208,6 +279,8 @@ class PartitionLog:
         self._check_open()
         if not self._fsync:
             return
+        if self._rolled and self._checkpoint_task is None:  # rolled outside a loop, or the last checkpoint failed
+            self._start_checkpoint()
         target = self._write_sequence
         while self._synced_sequence < target:
             if self._sync_round is None:
@@ -219,6 +292,9 @@ class PartitionLog:
         if offset >= self._log_end:
             return
         now_ms = self._clock()
+        self._lower_recovery_point(offset)
+        # Segments ending at or below `offset` stay rolled; the one holding it becomes active, later ones go.
+        self._rolled = [entry for entry in self._rolled if entry[1] <= offset]
         if offset < self._segments[0].base_offset:
             self._delete_segments(self._segments)
             self._segments = [Segment.create(self.directory, offset, self._ops, now_ms)]
@@ -258,7 +334,17 @@ class PartitionLog:
         try:
             self._segments[-1].become_inactive()
             if self._fsync:
-                self._fsync_now(list(self._unsynced_segments.values()), sync_directory=self._directory_unsynced)
+                unflushed = [segment for segment, _ in self._rolled]
+                unflushed += [*self._unsynced_segments.values(), self._segments[-1]]
+                unique = list({id(segment): segment for segment in unflushed}.values())
+                self._fsync_descriptors(self._dup_files(unique), sync_directory=True)
+            with self._checkpoint_lock:
+                self._checkpoint_epoch += 1  # an in-flight roll checkpoint must not overwrite what follows
+                try:
+                    self._write_recovery_point(self._log_end)
+                    replace_atomically(self._ops, self.directory / CLEAN_SHUTDOWN_MARKER, b"", fsync=self._fsync)
+                except OSError as exc:
+                    raise storage_error("write", self.directory / CLEAN_SHUTDOWN_MARKER, exc) from exc
         finally:
             for segment in self._segments:
                 segment.close()
@@ -266,11 +352,14 @@ class PartitionLog:
     # --- internals --------------------------------------------------------------------------------------------
 
     def _roll(self, base_offset: int, now_ms: int) -> Segment:
-        self._segments[-1].become_inactive()
+        rolled = self._segments[-1]
+        rolled.become_inactive()
         segment = Segment.create(self.directory, base_offset, self._ops, now_ms)
         self._segments.append(segment)
         self._segment_bases.append(base_offset)
         self._directory_unsynced = True
+        self._rolled.append((rolled, base_offset))
+        self._start_checkpoint()
         return segment
 
     def _delete_oldest(self, count: int) -> None:
@@ -281,6 +370,8 @@ class PartitionLog:
         self._log_start = max(self._log_start, self._segment_bases[0])
 
     def _delete_segments(self, segments: list[Segment]) -> None:
+        deleted = {id(segment) for segment in segments}
+        self._rolled = [entry for entry in self._rolled if id(entry[0]) not in deleted]
         for segment in segments:
             self._unsynced_segments.pop(segment.base_offset, None)
             segment.delete()
@@ -289,7 +380,91 @@ class PartitionLog:
             self._write_sequence += 1
 
     def _write_log_start_checkpoint(self) -> None:
-        write_atomically(self.directory / LOG_START_CHECKPOINT, b"%d\n" % self._log_start, fsync=self._fsync)
+        path = self.directory / LOG_START_CHECKPOINT
+        try:
+            replace_atomically(self._ops, path, b"%d\n" % self._log_start, fsync=self._fsync)
+        except OSError as exc:
+            raise storage_error("write", path, exc) from exc
+
+    # --- recovery point ---------------------------------------------------------------------------------------
+
+    def _write_recovery_point(self, offset: int) -> None:
+        """Replace `recovery-point` (raises `OSError`); callers hold `_checkpoint_lock` or run before any task."""
+        replace_atomically(self._ops, self.directory / RECOVERY_POINT_CHECKPOINT, b"%d\n" % offset, fsync=self._fsync)
+        self._recovery_point = offset
+
+    def _lower_recovery_point(self, offset: int) -> None:
+        """Before cutting the log at `offset`: data written there next is not durable, so recovery must check it."""
+        with self._checkpoint_lock:
+            self._checkpoint_epoch += 1
+            if offset >= self._recovery_point:
+                return
+            try:
+                self._write_recovery_point(offset)
+            except OSError as exc:
+                raise storage_error("write", self.directory / RECOVERY_POINT_CHECKPOINT, exc) from exc
+
+    def _start_checkpoint(self) -> None:
+        """Flush the rolled segments and move the recovery point past them: in a worker thread when a loop runs."""
+        if self._checkpoint_task is not None or not self._rolled:
+            return
+        if not self._fsync:  # no fsync to wait for, only a rename: cheap enough to do right here, once per roll
+            try:
+                self._write_recovery_point(self._rolled[-1][1])
+            except OSError as exc:
+                logger.error("cannot write the recovery point of %s: %s", self.directory, exc)
+                return
+            self._rolled.clear()
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # no loop to hand the fsyncs to; the next roll or sync under one, or close, flushes them
+        self._checkpoint_task = loop.create_task(self._checkpoint_rolled())
+
+    async def _checkpoint_rolled(self) -> None:
+        """Until none is left: fsync the rolled segments' files and the directory, then persist the recovery point."""
+        try:
+            while self._rolled and not self._closed:
+                batch = list(self._rolled)
+                epoch = self._checkpoint_epoch
+                try:
+                    files = self._dup_files([segment for segment, _ in batch])
+                    await asyncio.to_thread(self._flush_and_checkpoint, files, batch[-1][1], epoch)
+                except (OSError, StorageError) as exc:  # the recovery point only lags; the next roll or sync retries
+                    logger.error(
+                        "checkpoint of %s failed, recovery point stays at %d: %s",
+                        self.directory,
+                        self._recovery_point,
+                        exc,
+                    )
+                    return
+                flushed = {
+                    id(entry) for entry in batch
+                }  # by identity: truncate_to or retention may have edited the list
+                self._rolled = [entry for entry in self._rolled if id(entry) not in flushed]
+        finally:
+            self._checkpoint_task = None
+
+    def _flush_and_checkpoint(self, files: list[tuple[int, Path]], recovery_point: int, epoch: int) -> None:
+        """Runs in a worker thread: the fsyncs first, so the recovery point never covers bytes that are not on disk."""
+        self._fsync_descriptors(files, sync_directory=True)
+        with self._checkpoint_lock:
+            if epoch == self._checkpoint_epoch:
+                self._write_recovery_point(recovery_point)
+
+    def _dup_files(self, segments: list[Segment]) -> list[tuple[int, Path]]:
+        """Duplicated descriptors of every file of `segments` (closed again by `_fsync_descriptors`)."""
+        duplicated: list[tuple[int, Path]] = []
+        try:
+            for segment in segments:
+                for fd, path in segment.files():
+                    duplicated.append((self._ops.dup(fd), path))
+        except OSError as exc:
+            for fd, _ in duplicated:
+                self._ops.close(fd)
+            raise storage_error("flush", self.directory, exc) from exc
+        return duplicated
 
     async def _run_sync_round(self) -> None:
         """One group-commit round: fsync what was written before it started, in a worker thread."""
@@ -335,9 +510,20 @@ class PartitionLog:
         if failure is not None:
             raise failure
 
-    def _fsync_now(self, segments: list[Segment], *, sync_directory: bool) -> None:
-        self._fsync_descriptors([(self._ops.dup(s.log_fd), s.log_path) for s in segments], sync_directory)
-
     def _check_open(self) -> None:
         if self._closed:
             raise ClosedError(f"the log in {self.directory} is closed")
+
+
+def _read_recovery_point(directory: Path) -> int:
+    """The checkpointed recovery point; 0 (recover everything) when the file is absent or unreadable."""
+    data = read_file(directory / RECOVERY_POINT_CHECKPOINT)
+    if data is None:
+        return 0
+    try:
+        return int(data)
+    except ValueError:
+        logger.warning(
+            "%s holds %r, not an offset: recovering every segment", directory / RECOVERY_POINT_CHECKPOINT, data
+        )
+        return 0

@@ -9,8 +9,10 @@ Invariants: `size` is the length of the valid batches in `.log` (the file is tru
 and reads never look past it); every index entry points inside `size`. Writes use `pwrite` at `size`, reads `pread`,
 so no seek position is shared between readers and a failed write cannot shift the next one.
 
-Durability is the caller's business (`PartitionLog.sync` fsyncs `.log` files off the event loop). Index files are not
-fsynced: recovery rebuilds an index that does not match its log.
+Durability is the caller's business: `PartitionLog.sync` fsyncs `.log` files off the event loop, and the three files
+(`files()`) are fsynced together when the segment is rolled or the log closed. Indexes are derived data, so they are
+never fsynced per append: recovery rebuilds an index that does not match its log, and after an unclean shutdown
+rebuilds the indexes of every segment not yet known durable (`recover(..., full=True)`).
 """
 
 from __future__ import annotations
@@ -169,6 +171,14 @@ class Segment:
             self._restore_file_sizes()
             raise storage_error("write", self.time_index_path, exc) from exc
         self.time_index.append(entry)
+
+    def files(self) -> list[tuple[int, Path]]:
+        """(descriptor, path) of `.log`, `.index` and `.timeindex`: what flushing the whole segment fsyncs."""
+        return [
+            (self.log_fd, self.log_path),
+            (self._index_fd, self.index_path),
+            (self._time_index_fd, self.time_index_path),
+        ]
 
     def close(self) -> None:
         for fd in (self.log_fd, self._index_fd, self._time_index_fd):
@@ -336,15 +346,21 @@ class Segment:
                 self.offset_of_max_timestamp = header.base_offset + header.last_offset_delta
             position += header.size
 
-    def recover(self, index_interval: int, *, rebuild_reason: str | None, now_ms: int) -> int:
-        """Check the batches after the last index entry (all of them when rebuilding), cut at the first bad one.
+    def recover(self, index_interval: int, *, rebuild_reason: str | None, now_ms: int, full: bool = False) -> int:
+        """Check the batches after the last index entry, cut at the first bad one; rebuild the indexes when needed.
 
-        Returns the offset after the last good batch. Logs a WARNING naming the file, position, bytes cut and reason.
+        `full` (after an unclean shutdown, for a segment not known durable) or a `rebuild_reason` (insane indexes)
+        checks every batch from the start and rebuilds both indexes from the log, since power loss may have left
+        any part of an unflushed index stale or zero-filled. Returns the offset after the last good batch. A cut is
+        logged as a WARNING naming the file, position, bytes cut and reason.
         """
-        next_offset = None if rebuild_reason is not None else self._resume_scan(index_interval, now_ms)
+        rebuild = full or rebuild_reason is not None
+        next_offset = None if rebuild else self._resume_scan(index_interval, now_ms)
         if next_offset is None:
             if rebuild_reason is not None:
                 logger.warning("rebuilding the indexes of %s: %s", self.log_path, rebuild_reason)
+            elif full:
+                logger.info("recovering %s after an unclean shutdown", self.log_path)
             self.offset_index = OffsetIndex(self.base_offset)
             self.time_index = TimeIndex(self.base_offset)
             self.max_timestamp, self.offset_of_max_timestamp = NO_TIMESTAMP, self.base_offset
