@@ -90,6 +90,8 @@ def test_three_consumers_share_then_rebalance_and_admin_sees_it(server: Threaded
     consumers = [consumer(server, "kp-share", client_id=f"kp-{i}") for i in range(3)]
     try:
         for c in consumers:
+            # A leader without the topic's metadata assigns nothing and waits for a metadata refresh to rejoin.
+            assert c.partitions_for_topic("shared") == set(range(6))
             c.subscribe(["shared"])
         poll_until(consumers, balanced(consumers, 6), "3 consumers to share 6 partitions")
 
