@@ -273,15 +273,7 @@ class AioKafka(Client):
         self.run_admin(lambda admin: admin.create_topics([new]))
 
     def run_admin(self, call: Callable[[aiokafka.admin.AIOKafkaAdminClient], Any]) -> Any:
-        async def main() -> Any:
-            admin = aiokafka.admin.AIOKafkaAdminClient(bootstrap_servers=self.bootstrap)
-            await admin.start()
-            try:
-                return await asyncio.wait_for(call(admin), WAIT_S)
-            finally:
-                await admin.close()
-
-        return asyncio.run(main())
+        return _run_started(lambda: aiokafka.admin.AIOKafkaAdminClient(bootstrap_servers=self.bootstrap), call, "close")
 
     def produce(self, topic: str, sent: Sequence[Outgoing], codec: str = "none", partition: int | None = None) -> None:
         async def main() -> None:
@@ -348,17 +340,12 @@ class AioKafka(Client):
         return str(state).lower()
 
     def run_consumer(self, call: Callable[[aiokafka.AIOKafkaConsumer], Any], **config: Any) -> Any:
-        async def main() -> Any:
-            consumer = aiokafka.AIOKafkaConsumer(
+        def consumer() -> aiokafka.AIOKafkaConsumer:
+            return aiokafka.AIOKafkaConsumer(
                 bootstrap_servers=self.bootstrap, auto_offset_reset="earliest", enable_auto_commit=False, **config
             )
-            await consumer.start()
-            try:
-                return await asyncio.wait_for(call(consumer), WAIT_S)
-            finally:
-                await consumer.stop()
 
-        return asyncio.run(main())
+        return _run_started(consumer, call, "stop")
 
     def consume(self, topic: str, count: int) -> list[Received]:
         async def read(consumer: aiokafka.AIOKafkaConsumer) -> list[Received]:
@@ -379,6 +366,20 @@ class AioKafka(Client):
             return None if found is None else found.offset
 
         return self.run_consumer(lookup)
+
+
+def _run_started(make: Callable[[], Any], call: Callable[[Any], Any], stop: str) -> Any:
+    """Make an aiokafka client inside a fresh event loop, start it, await `call(client)`, then `stop` it."""
+
+    async def main() -> Any:
+        client = make()
+        await client.start()
+        try:
+            return await asyncio.wait_for(call(client), WAIT_S)
+        finally:
+            await getattr(client, stop)()
+
+    return asyncio.run(main())
 
 
 class KafkaPython(Client):

@@ -15,8 +15,7 @@ from typing import Any
 from kafkalite.protocol.wire import ApiKey
 from kafkalite.server.dispatch import RequestContext, handles
 from kafkalite.server.handlers._common import INVALID_REQUEST, error_code, error_message
-
-TOPIC = 2
+from kafkalite.server.handlers.incremental_alter_configs import TOPIC, answer_each
 
 
 async def _replace(ctx: RequestContext, resource: Any, validate_only: bool) -> tuple[int, str | None]:
@@ -33,16 +32,5 @@ async def _replace(ctx: RequestContext, resource: Any, validate_only: bool) -> t
 
 @handles(ApiKey.ALTER_CONFIGS, versions=range(0, 3))
 async def alter_configs(ctx: RequestContext, req: Any) -> Any:
-    responses = []
-    for resource in req.resources:
-        code, message = await _replace(ctx, resource, req.validate_only)
-        responses.append(
-            ctx.build(
-                "AlterConfigsResourceResponse",
-                error_code=code,
-                error_message=message,
-                resource_type=resource.resource_type,
-                resource_name=resource.resource_name,
-            )
-        )
+    responses = await answer_each(ctx, req, _replace)
     return ctx.build("AlterConfigsResponse", throttle_time=0, responses=responses)

@@ -9,6 +9,7 @@ configs, which KafkaLite's topic configs are not: INVALID_CONFIG. Broker configs
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kafkalite.protocol.wire import ApiKey
@@ -18,6 +19,8 @@ from kafkalite.server.handlers._common import INVALID_REQUEST, error_code, error
 TOPIC = 2
 SET, DELETE = 0, 1
 INVALID_CONFIG = 40
+
+Alter = Callable[[RequestContext, Any, bool], Awaitable[tuple[int, str | None]]]
 
 
 async def _alter(ctx: RequestContext, resource: Any, validate_only: bool) -> tuple[int, str | None]:
@@ -35,11 +38,11 @@ async def _alter(ctx: RequestContext, resource: Any, validate_only: bool) -> tup
     return 0, None
 
 
-@handles(ApiKey.INCREMENTAL_ALTER_CONFIGS, versions=range(0, 2))
-async def incremental_alter_configs(ctx: RequestContext, req: Any) -> Any:
+async def answer_each(ctx: RequestContext, req: Any, alter: Alter) -> list[Any]:
+    """One AlterConfigsResourceResponse per resource: AlterConfigs (key 33) answers in the same shape."""
     responses = []
     for resource in req.resources:
-        code, message = await _alter(ctx, resource, req.validate_only)
+        code, message = await alter(ctx, resource, req.validate_only)
         responses.append(
             ctx.build(
                 "AlterConfigsResourceResponse",
@@ -49,4 +52,10 @@ async def incremental_alter_configs(ctx: RequestContext, req: Any) -> Any:
                 resource_name=resource.resource_name,
             )
         )
+    return responses
+
+
+@handles(ApiKey.INCREMENTAL_ALTER_CONFIGS, versions=range(0, 2))
+async def incremental_alter_configs(ctx: RequestContext, req: Any) -> Any:
+    responses = await answer_each(ctx, req, _alter)
     return ctx.build("IncrementalAlterConfigsResponse", throttle_time=0, responses=responses)
