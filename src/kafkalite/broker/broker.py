@@ -78,6 +78,8 @@ class Broker:
         self._producer_id_limit = 0
         self._transactional_ids: dict[str, tuple[int, int]] = {}
         self._retention_task: asyncio.Task[None] | None = None
+        self._long_polls: set[asyncio.Future[None]] = set()
+        self._interrupted = False
         self._admin_lock = asyncio.Lock()  # topic create/delete/grow/alter: one at a time, each all or nothing
         self._started = False
         self._closed = False
@@ -319,10 +321,12 @@ class Broker:
         return self.partition(topic, partition).read(offset, max_bytes)
 
     async def wait_for_appends(self, partitions: Sequence[Partition], timeout_s: float) -> None:
-        """Return at the first append to any of `partitions`, or after `timeout_s` (the Fetch long poll)."""
-        if timeout_s <= 0 or not partitions:
+        """Return at the first append to any of `partitions`, after `timeout_s` (the Fetch long poll), or at once
+        when the broker is shutting down."""
+        if timeout_s <= 0 or not partitions or self._interrupted:
             return
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._long_polls.add(waiter)
         for partition in partitions:
             partition.add_waiter(waiter)
         try:
@@ -330,8 +334,19 @@ class Broker:
         except TimeoutError:
             pass
         finally:
+            self._long_polls.discard(waiter)
             for partition in partitions:
                 partition.remove_waiter(waiter)
+
+    def interrupt_long_polls(self) -> None:
+        """Shutting down: answer every Fetch long poll now and end pending JoinGroup/SyncGroup waits, so in-flight
+        requests finish at once instead of holding the shutdown for their max_wait or rebalance timeout."""
+        self._interrupted = True
+        for waiter in self._long_polls:
+            if not waiter.done():
+                waiter.set_result(None)
+        if self._groups is not None:
+            self._groups.close()
 
     def list_offset(self, topic: str, partition: int, timestamp: int) -> tuple[int, int]:
         """ListOffsets: (offset, timestamp) for LATEST (-1), EARLIEST (-2), MAX_TIMESTAMP (-3) or a timestamp."""

@@ -108,6 +108,7 @@ class KafkaServer:
         self._closing = True
         if self._server is not None:
             self._server.close()
+        self.broker.interrupt_long_polls()
         for connection in list(self._connections):
             if not connection.busy:
                 connection.task.cancel()
