@@ -48,9 +48,9 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from enum import IntEnum
-from typing import NamedTuple
+from itertools import repeat
+from typing import NamedTuple, cast
 
 import cramjam
 from crc32c import crc32c
@@ -256,8 +256,12 @@ def patch_log_append_time(buf: bytearray | memoryview, pos: int, header: BatchHe
 # --- records inside a batch -------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Record:
+# Record and RecordToWrite are NamedTuples, not dataclasses: one is made per record on the hot paths, and a frozen
+# dataclass costs several times more to create (each field goes through object.__setattr__). They stay immutable
+# and keep their field names; `build_batch` unpacks RecordToWrite positionally.
+
+
+class Record(NamedTuple):
     """One record as a consumer sees it: absolute offset and timestamp, key, value and headers."""
 
     offset: int
@@ -267,8 +271,7 @@ class Record:
     headers: tuple[tuple[str, bytes | None], ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class RecordToWrite:
+class RecordToWrite(NamedTuple):
     """One record a producer hands to `build_batch`; timestamp None means 'now' as the caller defines it."""
 
     value: bytes | None
@@ -315,6 +318,15 @@ def _read_varint(buf: bytes | bytearray | memoryview, pos: int, limit: int) -> t
     return (result >> 1) ^ -(result & 1), pos
 
 
+# Every varint of a value in [0, _SMALL) is one or two bytes, precomputed: offset deltas, timestamp deltas of 0, and
+# the lengths of records, keys and values below 8 KiB are all table lookups on the encode path. The table is built
+# with `encode_varint` itself, so a lookup is byte-identical to encoding (about 300 KB, once per process).
+_SMALL = 1 << 13
+_SMALL_VARINTS: tuple[bytes, ...] = tuple(encode_varint(value) for value in range(_SMALL))
+_SMALL_VARINT_SIZES: tuple[int, ...] = tuple(map(len, _SMALL_VARINTS))
+_NULL = encode_varint(-1)
+
+
 def _encode_bytes(data: bytes | None) -> bytes:
     if data is None:
         return encode_varint(-1)
@@ -349,13 +361,13 @@ def build_batch(
     """Encode `records` as one RecordBatch v2, with the CRC computed; records without a timestamp get `now_ms`."""
     if not records:
         raise ValueError("a batch holds at least one record")
-    timestamps = [now_ms if r.timestamp is None else r.timestamp for r in records]
-    base_timestamp = min(timestamps)
-    body = b"".join(
-        encode_record(delta, ts - base_timestamp, record)
-        for delta, (ts, record) in enumerate(zip(timestamps, records, strict=True))
-    )
-    body = compress(compression, body)
+    stamps = [record[3] for record in records]
+    if stamps.count(None) == len(stamps):  # the usual case: every record is stamped `now_ms`
+        base_timestamp = max_timestamp = now_ms
+    else:
+        timestamps = [now_ms if ts is None else ts for ts in stamps]
+        base_timestamp, max_timestamp = min(timestamps), max(timestamps)
+    body = compress(compression, _encode_records(records, now_ms, base_timestamp))
     attributes = int(compression) | (ATTR_LOG_APPEND_TIME if log_append_time else 0)
     after_crc = (
         struct.pack(
@@ -363,7 +375,7 @@ def build_batch(
             attributes,
             len(records) - 1,
             base_timestamp,
-            max(timestamps),
+            max_timestamp,
             producer_id,
             producer_epoch,
             base_sequence,
@@ -376,27 +388,163 @@ def build_batch(
     return head + after_crc
 
 
+def _encode_records(records: Sequence[RecordToWrite], now_ms: int, base_timestamp: int) -> bytes:
+    """The batch body: every record, length-prefixed, byte-identical to joining `encode_record` over them.
+
+    Fast path, per record: no headers, a non-null value, and offset delta, timestamp delta, value length and record
+    length all in [0, _SMALL), so each varint is a table lookup and the record is appended as pieces to one list
+    joined once (no intermediate bytearray or bytes per record). The key's encoding is reused while consecutive
+    records share the same key object. Anything else goes through `encode_record`, the reference encoder.
+    """
+    small, sizes = _SMALL_VARINTS, _SMALL_VARINT_SIZES
+    parts: list[bytes] = []
+    append = parts.append
+    last_key: object = parts  # a sentinel no record's key can be
+    key_piece = _NULL
+    for delta, record in enumerate(records):
+        value, key, headers, timestamp = record
+        ts_delta = (now_ms if timestamp is None else timestamp) - base_timestamp
+        if key is not last_key:
+            last_key, key_piece = key, _encode_bytes(key)
+        if value is not None and not headers and delta < _SMALL and 0 <= ts_delta < _SMALL:
+            size = len(value)
+            if size < _SMALL:
+                # attributes byte + timestamp delta + offset delta + key + value length + value + header count 0
+                length = 2 + sizes[ts_delta] + sizes[delta] + len(key_piece) + sizes[size] + size
+                if length < _SMALL:
+                    parts += (
+                        small[length],
+                        b"\x00",
+                        small[ts_delta],
+                        small[delta],
+                        key_piece,
+                        small[size],
+                        value,
+                        b"\x00",
+                    )
+                    continue
+        append(encode_record(delta, ts_delta, record))
+    return b"".join(parts)
+
+
+class RecordColumns(NamedTuple):
+    """The records of one batch as parallel lists (record i is offsets[i], timestamps[i], ...).
+
+    Columns let a caller build its own per-record objects in one C-level pass (`map` over `zip`) instead of
+    converting `Record`s: the consumer makes `Message`s straight from them.
+    """
+
+    offsets: list[int]
+    timestamps: list[int]
+    keys: list[bytes | None]
+    values: list[bytes | None]
+    headers: list[tuple[tuple[str, bytes | None], ...]]
+
+
 def iter_records(batch: bytes | bytearray | memoryview, pos: int = 0) -> Iterator[Record]:
     """Decode the records of the batch at `pos` (decompressing as needed); validate every length on the way.
 
     The CRC is not checked here (the broker checked it on append; see `verify_crc`). Every byte of the
-    (decompressed) body must belong to exactly `record_count` records: anything left over raises.
+    (decompressed) body must belong to exactly `record_count` records: anything left over raises. The whole batch
+    is decoded before the first record is yielded, so a corrupt batch yields nothing.
     """
+    columns = decode_columns(batch, pos)
+    # tuple.__new__ is what a NamedTuple's own __new__ calls, minus the Python-level frame: each zip item holds
+    # exactly the five fields in Record's order.
+    yield from cast(Iterator[Record], map(tuple.__new__, repeat(Record), zip(*columns, strict=True)))
+
+
+def decode_columns(batch: bytes | bytearray | memoryview, pos: int = 0) -> RecordColumns:
+    """`iter_records` as columns: the same records, the same validation, the same errors."""
     header = read_header(batch, pos)
     body = bytes(memoryview(batch)[pos + HEADER_SIZE : pos + header.size])
     body = decompress(header.compression, body)
+    offsets: list[int] = []
+    timestamps: list[int] = []
+    keys: list[bytes | None] = []
+    values: list[bytes | None] = []
+    headers: list[tuple[tuple[str, bytes | None], ...]] = []
+    add_offset, add_timestamp, add_key, add_value = offsets.append, timestamps.append, keys.append, values.append
+    add_headers = headers.append
+    base_offset = header.base_offset
+    log_append_time = header.log_append_time
+    base_timestamp = header.max_timestamp if log_append_time else header.base_timestamp
+    no_headers = ()
     cursor, end = 0, len(body)
     for index in range(header.record_count):
+        # Fast path: a record whose varints are 1 or 2 bytes (lengths, offset delta), whose timestamp delta is one
+        # byte, whose key is null or under 64 bytes and which has no headers. It reads optimistically and accepts
+        # the record only if its fields end exactly at the length prefix's end with a header count of 0, which
+        # proves every byte read was inside the record. Any other shape, and anything malformed, is decoded again
+        # from `start` by `_decode_record`, the strict decoder, which decodes it or raises the precise error.
+        start = cursor
         try:
-            record, cursor = _decode_record(body, cursor, end, header)
-        except CorruptRecordError as exc:
-            raise CorruptRecordError(f"record {index} of the batch at position {pos}: {exc}") from None
-        yield record
+            byte = body[cursor]
+            if byte < 0x80:
+                length = byte
+                cursor += 1
+            else:
+                length = (byte & 0x7F) | (body[cursor + 1] << 7)
+                cursor += 2
+            record_end = cursor + (length >> 1)
+            ts_delta = body[cursor + 1]  # after the attributes byte, unused by magic 2
+            byte = body[cursor + 2]
+            if byte < 0x80:
+                offset_delta = byte
+                cursor += 3
+            else:
+                offset_delta = (byte & 0x7F) | (body[cursor + 3] << 7)
+                cursor += 4
+            byte = body[cursor]
+            if byte == 1:
+                key = None
+                cursor += 1
+            else:
+                key_end = cursor + 1 + (byte >> 1)
+                key = body[cursor + 1 : key_end]
+                cursor = key_end
+                if byte & 0x81:  # 0x80: a key of 64 bytes or more; 0x01: negative, not null
+                    raise IndexError
+            byte = body[cursor]
+            if byte < 0x80:
+                cursor += 1
+            else:
+                byte = (byte & 0x7F) | (body[cursor + 1] << 7)
+                cursor += 2
+            value_end = cursor + (byte >> 1)
+            if (
+                (length | byte) & 1  # negative record or value length (-1, a null value, included)
+                or length >= 0x4000  # the second byte had its continuation bit: a third byte follows
+                or byte >= 0x4000
+                or ts_delta >= 0x80
+                or offset_delta >= 0x4000
+                or value_end + 1 != record_end
+                or record_end > end
+                or body[value_end]
+            ):
+                raise IndexError
+            add_value(body[cursor:value_end])
+            add_key(key)
+            add_offset(base_offset + ((offset_delta >> 1) ^ -(offset_delta & 1)))
+            add_timestamp(base_timestamp if log_append_time else base_timestamp + ((ts_delta >> 1) ^ -(ts_delta & 1)))
+            add_headers(no_headers)
+            cursor = record_end
+        except IndexError:
+            try:
+                record, cursor = _decode_record(body, start, end, header)
+            except CorruptRecordError as exc:
+                raise CorruptRecordError(f"record {index} of the batch at position {pos}: {exc}") from None
+            add_offset(record.offset)
+            add_timestamp(record.timestamp)
+            add_key(record.key)
+            add_value(record.value)
+            add_headers(record.headers)
     if cursor != end:
         raise CorruptRecordError(
             f"{end - cursor} trailing bytes after the last of {header.record_count} records of the batch at"
             f" position {pos}"
         )
+    return RecordColumns(offsets, timestamps, keys, values, headers)
 
 
 def _decode_record(body: bytes, cursor: int, end: int, header: BatchHeader) -> tuple[Record, int]:
