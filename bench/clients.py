@@ -1,0 +1,274 @@
+"""The two clients the workloads drive: confluent-kafka for every Kafka-protocol peer, redis-py for Redis Streams.
+
+Both offer the same four operations, so a workload is written once:
+- `produce(topic, partitions, payload, count, acks, deadline)`: `count` records, round-robin over the partitions
+  (Redis: one stream per partition, `<topic>-<n>`), stopping early at `deadline`; returns what was acknowledged.
+- `consume(topic, partitions, expected, deadline)`: a new consumer group from the earliest offset until `expected`
+  records arrived; returns the time to the first record and the time from the first record to the last.
+- `sender(topic)` / `receiver(topic, on_value)`: a function sending the records given to it into partition 0 at once
+  (Redis: one pipeline), and a background thread calling `on_value` for each record of partition 0 as it arrives
+  (end-to-end latency).
+Kafka settings are confluent-kafka's defaults except those named here; Redis calls are pipelined in batches.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Protocol
+
+import redis
+from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
+
+from bench.brokers import QUIET, Wire
+
+POLL_EVERY = 10_000  # records between deadline checks and producer polls
+REDIS_PIPELINE = 1_000  # XADDs per round trip
+CONSUME_BATCH = 10_000
+
+
+@dataclass
+class Produced:
+    acknowledged: int
+    seconds: float
+    first_error: str | None
+
+
+@dataclass
+class Consumed:
+    count: int
+    first_record_s: float | None  # subscribe → first record
+    reading_s: float  # from the start of the poll that returned the first records to the last record
+    first_error: str | None
+
+
+class Client(Protocol):
+    def produce(
+        self, topic: str, partitions: int, payload: bytes, count: int, acks: str, deadline: float
+    ) -> Produced: ...
+
+    def consume(self, topic: str, partitions: int, expected: int, deadline: float) -> Consumed: ...
+
+    def sender(self, topic: str) -> contextlib.AbstractContextManager[Callable[[list[bytes]], None]]: ...
+
+    def receiver(self, topic: str, on_value: Callable[[bytes], None]) -> contextlib.AbstractContextManager[None]: ...
+
+
+def client_for(wire: Wire, bootstrap: str) -> Client:
+    return KafkaClient(bootstrap) if wire == "kafka" else RedisClient(bootstrap)
+
+
+class _Receiver:
+    """Runs `poll() -> list of values` on a thread until closed, handing each value to `on_value`."""
+
+    def __init__(self, poll: Callable[[], list[bytes]], on_value: Callable[[bytes], None]) -> None:
+        self._poll = poll
+        self._on_value = on_value
+        self._stop = threading.Event()
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                for value in self._poll():
+                    self._on_value(value)
+        except BaseException as exc:
+            self.error = exc
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+
+class KafkaClient:
+    def __init__(self, bootstrap: str) -> None:
+        self.bootstrap = bootstrap
+
+    def _producer(self, **settings: object) -> Producer:
+        return Producer({"bootstrap.servers": self.bootstrap, **QUIET, **settings})
+
+    def _consumer(self, **settings: object) -> Consumer:
+        return Consumer({"bootstrap.servers": self.bootstrap, "group.id": f"bench-{uuid.uuid4().hex}", **settings})
+
+    def produce(self, topic: str, partitions: int, payload: bytes, count: int, acks: str, deadline: float) -> Produced:
+        errors: list[str] = []
+
+        def on_error(error: KafkaError | None, _message: Message) -> None:
+            if error is not None:
+                errors.append(str(error))
+
+        producer = self._producer(
+            **{"acks": acks, "linger.ms": 5, "delivery.report.only.error": True, "on_delivery": on_error}
+        )
+        send = producer.produce
+        began = time.perf_counter()
+        sent = 0
+        for sent in range(count):  # after a break, `sent` is how many were sent
+            if sent % POLL_EVERY == 0:
+                producer.poll(0)
+                if time.perf_counter() > deadline:
+                    break
+            while True:
+                try:
+                    send(topic, payload, partition=sent % partitions)
+                    break
+                except BufferError:  # the client's queue is full: let it drain
+                    producer.poll(0.005)
+        else:
+            sent = count
+        unflushed = producer.flush(max(1.0, deadline - time.perf_counter()))
+        seconds = time.perf_counter() - began
+        acknowledged = sent - unflushed - len(errors)
+        return Produced(acknowledged, seconds, errors[0] if errors else None)
+
+    def consume(self, topic: str, partitions: int, expected: int, deadline: float) -> Consumed:
+        consumer = self._consumer(**{"auto.offset.reset": "earliest", **QUIET})
+        began = time.perf_counter()
+        consumer.subscribe([topic])
+        progress = _Progress(began)
+        try:
+            while progress.count < expected and time.perf_counter() < deadline:
+                polled = time.perf_counter()
+                batch = consumer.consume(CONSUME_BATCH, 0.05)
+                progress.arrived(polled, sum(1 for message in batch if message.error() is None))
+                progress.note_error(next((str(m.error()) for m in batch if m.error() is not None), None))
+        finally:
+            consumer.close()
+        return progress.result()
+
+    @contextlib.contextmanager
+    def sender(self, topic: str) -> Iterator[Callable[[list[bytes]], None]]:
+        producer = self._producer(**{"acks": "1", "linger.ms": 0})
+
+        def send(values: list[bytes]) -> None:
+            for value in values:
+                producer.produce(topic, value, partition=0)
+            producer.poll(0)
+
+        try:
+            yield send
+        finally:
+            producer.flush(10)
+
+    @contextlib.contextmanager
+    def receiver(self, topic: str, on_value: Callable[[bytes], None]) -> Iterator[None]:
+        consumer = self._consumer(**{"enable.auto.commit": False, **QUIET})
+        consumer.assign([TopicPartition(topic, 0, 0)])
+
+        def poll() -> list[bytes]:  # poll() returns as soon as a record is there; consume(n) waits for n
+            message = consumer.poll(0.05)
+            return [] if message is None or message.error() is not None else [message.value()]
+
+        thread = _Receiver(poll, on_value)
+        try:
+            yield
+        finally:
+            thread.close()
+            consumer.close()
+        if thread.error is not None:
+            raise thread.error
+
+
+class RedisClient:
+    def __init__(self, bootstrap: str) -> None:
+        host, port = bootstrap.rsplit(":", 1)
+        self._connect = lambda: redis.Redis(host=host, port=int(port))
+
+    def produce(self, topic: str, partitions: int, payload: bytes, count: int, acks: str, deadline: float) -> Produced:
+        connection = self._connect()
+        streams = [f"{topic}-{p}" for p in range(partitions)]
+        began = time.perf_counter()
+        acknowledged = 0
+        while acknowledged < count and time.perf_counter() < deadline:
+            pipe = connection.pipeline(transaction=False)
+            for n in range(acknowledged, min(count, acknowledged + REDIS_PIPELINE)):
+                pipe.xadd(streams[n % partitions], {"v": payload})
+            acknowledged += len(pipe.execute())
+        return Produced(acknowledged, time.perf_counter() - began, None)
+
+    def consume(self, topic: str, partitions: int, expected: int, deadline: float) -> Consumed:
+        connection = self._connect()
+        group = f"bench-{uuid.uuid4().hex}"
+        streams = [f"{topic}-{p}" for p in range(partitions)]
+        began = time.perf_counter()
+        for stream in streams:
+            connection.xgroup_create(stream, group, id="0", mkstream=True)
+        progress = _Progress(began)
+        while progress.count < expected and time.perf_counter() < deadline:
+            polled = time.perf_counter()
+            replies = connection.xreadgroup(
+                group, "c1", dict.fromkeys(streams, ">"), count=CONSUME_BATCH, block=50, noack=True
+            )
+            progress.arrived(polled, sum(len(entries) for _stream, entries in replies))
+        return progress.result()
+
+    @contextlib.contextmanager
+    def sender(self, topic: str) -> Iterator[Callable[[list[bytes]], None]]:
+        connection = self._connect()
+
+        def send(values: list[bytes]) -> None:
+            pipe = connection.pipeline(transaction=False)
+            for value in values:
+                pipe.xadd(f"{topic}-0", {"v": value})
+            pipe.execute()
+
+        yield send
+
+    @contextlib.contextmanager
+    def receiver(self, topic: str, on_value: Callable[[bytes], None]) -> Iterator[None]:
+        connection = self._connect()
+        stream = f"{topic}-0"
+        last_id: list[bytes | str] = ["0"]
+
+        def poll() -> list[bytes]:
+            replies = connection.xread({stream: last_id[0]}, count=1_000, block=50)
+            entries = [entry for _stream, stream_entries in replies for entry in stream_entries]
+            if entries:
+                last_id[0] = entries[-1][0]
+            return [fields[b"v"] for _id, fields in entries]
+
+        thread = _Receiver(poll, on_value)
+        try:
+            yield
+        finally:
+            thread.close()
+        if thread.error is not None:
+            raise thread.error
+
+
+class _Progress:
+    """Counts a consumer's records. Reading time starts with the poll that returned the first records, so the time
+    to join a group is not in the throughput (it is `first_record_s`)."""
+
+    def __init__(self, began: float) -> None:
+        self.began = began
+        self.count = 0
+        self.first_poll_at: float | None = None
+        self.first_at: float | None = None
+        self.last_at = began
+        self.first_error: str | None = None
+
+    def arrived(self, polled_at: float, records: int) -> None:
+        if not records:
+            return
+        self.last_at = time.perf_counter()
+        if self.first_at is None:
+            self.first_poll_at, self.first_at = polled_at, self.last_at
+        self.count += records
+
+    def note_error(self, error: str | None) -> None:
+        self.first_error = self.first_error or error
+
+    def result(self) -> Consumed:
+        return Consumed(
+            count=self.count,
+            first_record_s=None if self.first_at is None else self.first_at - self.began,
+            reading_s=0.0 if self.first_poll_at is None else self.last_at - self.first_poll_at,
+            first_error=self.first_error,
+        )

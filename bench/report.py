@@ -1,0 +1,344 @@
+"""Tables, target checks, plots and the `docs/benchmarks.md` section, all rendered from a `Results`.
+
+`publish` rewrites only the part of docs/benchmarks.md between `<!-- peers:start -->` and `<!-- peers:end -->`
+(appending both markers when missing): the rest of that file belongs to other benchmarks. The file is read right
+before it is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.results import Results, Row
+from bench.workloads import Metric
+
+DOC = Path("docs/benchmarks.md")
+IMG_DIR = Path("docs/img")
+START, END = "<!-- peers:start -->", "<!-- peers:end -->"
+REFERENCE = "kafkalite"
+
+
+def number(value: float) -> str:
+    """Three significant figures, with k/M for large values: 1.23M, 45.6k, 789, 12.3, 0.456."""
+    magnitude = abs(value)
+    for scale, suffix in ((1e6, "M"), (1e3, "k")):
+        if magnitude >= scale:
+            return f"{_three_figures(value / scale)}{suffix}"
+    return _three_figures(value)
+
+
+def _three_figures(value: float) -> str:
+    magnitude = abs(value)
+    if magnitude >= 100:
+        return f"{value:,.0f}"
+    if magnitude >= 10:
+        return f"{value:.1f}"
+    if magnitude >= 1:
+        return f"{value:.2f}"
+    return f"{value:.3g}"
+
+
+def shown(values: dict[Metric, float]) -> str:
+    return ", ".join(f"{m.name} {number(v)} {m.unit}" for m, v in values.items())
+
+
+def _cell(results: Results, row: Row, subject: str) -> str:
+    stats = row.stats(subject)
+    if stats is None:
+        return "failed" if results.failed(row.section, row.workload, subject) else "—"
+    if stats.runs == 1:
+        return number(stats.median)
+    return f"{number(stats.median)} ({number(stats.low)}–{number(stats.high)})"
+
+
+def _ratio(row: Row, reference: str, subject: str) -> str:
+    ours, theirs = row.median(reference), row.median(subject)
+    if ours is None or theirs is None or theirs == 0:
+        return "—"
+    return f"{ours / theirs:.2f}×"
+
+
+def _markdown(header: list[str], body: Iterable[list[str]], numeric_from: int) -> str:
+    lines = ["| " + " | ".join(header) + " |"]
+    lines.append("|" + "|".join("---" if i < numeric_from else "---:" for i in range(len(header))) + "|")
+    lines += ["| " + " | ".join(cells) + " |" for cells in body]
+    return "\n".join(lines)
+
+
+def section_table(results: Results, section: str) -> str:
+    subjects = results.subjects(section)
+    if not subjects or not results.rows(section):
+        return ""
+    reference, others = subjects[0], subjects[1:]
+    header = ["workload", "metric", *(s["label"] for s in subjects)]
+    header += [f"{reference['label']} ÷ {s['label']}" for s in others]
+    body = []
+    for row in results.rows(section):
+        arrow = "↑" if row.metric.higher_is_better else "↓"
+        cells = [row.workload, f"{row.metric.name} ({row.metric.unit}) {arrow}"]
+        cells += [_cell(results, row, s["name"]) for s in subjects]
+        cells += [_ratio(row, reference["name"], s["name"]) for s in others]
+        body.append(cells)
+    return _markdown(header, body, numeric_from=2)
+
+
+def table(results: Results) -> str:
+    return "\n\n".join(t for t in (section_table(results, "peers"), section_table(results, "embedded")) if t)
+
+
+# --- targets (issue 5) -------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Check:
+    target: str
+    met: bool | None  # None: not measured
+    detail: str
+
+    def line(self) -> str:
+        status = {True: "**met**", False: "**missed**", None: "**not measured**"}[self.met]
+        return f"- {self.target}: {status} — {self.detail}"
+
+
+def _peer_rows(results: Results, family: str, unit: str, keep: Callable[[Row], bool] = lambda row: True) -> list[Row]:
+    return [r for r in results.rows("peers") if r.family == family and r.metric.unit == unit and keep(r)]
+
+
+def _ratio_check(target: str, rows: list[Row], peer: str, minimum: float, subject: str = REFERENCE) -> Check:
+    ratios = [
+        (ours / theirs, row.workload) for row in rows if (ours := row.median(subject)) and (theirs := row.median(peer))
+    ]
+    if not ratios:
+        return Check(target, None, f"no {subject} and {peer} results to compare")
+    worst, where = min(ratios)
+    met = sum(ratio >= minimum for ratio, _ in ratios)
+    detail = f"{met} of {len(ratios)} rows at ≥ {minimum:.1f}×; lowest {worst:.2f}× ({where})"
+    if worst < minimum:
+        detail += f", short by {minimum - worst:.2f}×"
+    return Check(target, met == len(ratios), detail)
+
+
+def _limit_check(target: str, row: Row | None, limit: float, at_most: bool) -> Check:
+    value = None if row is None else row.median(REFERENCE)
+    if row is None or value is None:
+        return Check(target, None, "no KafkaLite result")
+    met = value <= limit if at_most else value >= limit
+    unit = row.metric.unit
+    detail = f"{number(value)} {unit} (limit {'≤' if at_most else '≥'} {number(limit)} {unit})"
+    if not met:
+        factor = value / limit if at_most else limit / value if value else float("inf")
+        detail += f", off by {factor:.1f}×"
+    return Check(target, met, detail)
+
+
+def _row(results: Results, workload_text: str, metric_name: str) -> Row | None:
+    rows = [r for r in results.rows("peers") if workload_text in r.workload and r.metric.name == metric_name]
+    return rows[0] if rows else None
+
+
+def targets(results: Results) -> list[Check]:
+    produce = _peer_rows(results, "produce", "msg/s")
+    consume = _peer_rows(results, "consume", "msg/s")
+    acks_1 = [r for r in produce if r.workload.endswith("acks=1")]
+    acks_all = [r for r in produce if r.workload.endswith("acks=all")]
+    checks = [
+        _ratio_check("produce throughput ≥ 1.0× Tansu (fsync=always)", produce, "tansu", 1.0),
+        _ratio_check("produce throughput ≥ 1.0× Tansu (fsync=never)", produce, "tansu", 1.0, "kafkalite-nofsync"),
+        _ratio_check("consume throughput ≥ 1.0× Tansu", consume, "tansu", 1.0),
+        _ratio_check("produce throughput ≥ 3× Redis Streams (acks=1 rows)", acks_1, "redis", 3.0),
+        _ratio_check("consume throughput ≥ 3× Redis Streams", consume, "redis", 3.0),
+        _ratio_check("acks=all produce with fsync ≥ 0.8× the same with fsync off", acks_all, "kafkalite-nofsync", 0.8),
+        _limit_check(
+            "subscribe → first message ≤ 0.5 s", _row(results, "group consume", "subscribe → first message"), 0.5, True
+        ),
+    ]
+    for rate in ("10,000",):
+        checks.append(_limit_check(f"end-to-end p99 ≤ 5 ms at {rate} msg/s", _row(results, rate, "p99"), 5.0, True))
+    large = _peer_rows(results, "produce", "MB/s", lambda r: "1 KiB" in r.workload)
+    best = max(large, key=lambda r: r.median(REFERENCE) or 0.0, default=None)
+    checks.append(_limit_check("1 KiB messages: ≥ 500 MB/s produce (best 1 KiB row)", best, 500.0, False))
+    start = _row(results, "start-up", "spawn → ready line")
+    checks.append(_limit_check("start ≤ 0.3 s to the ready line", start, 0.3, True))
+    checks.append(_limit_check("idle RSS ≤ 60 MB", _row(results, "start-up", "idle RSS"), 60.0, True))
+    checks.append(_limit_check("10,000 partitions served", _row(results, "10,000 partitions", "served"), 100.0, False))
+    checks.append(_limit_check("1,000 connections served", _row(results, "connections", "served"), 100.0, False))
+    return checks
+
+
+# --- plots -------------------------------------------------------------------------------------------------------
+
+
+def _bar_chart(results: Results, rows: list[Row], title: str, unit: str, path: Path) -> Path | None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    subjects = results.subjects("peers")
+    if not rows:
+        return None
+    height = 0.8 / len(subjects)
+    figure, axes = plt.subplots(figsize=(10, 0.5 + 0.45 * len(rows) * max(2, len(subjects)) / 2))
+    for i, subject in enumerate(subjects):
+        stats = [row.stats(subject["name"]) for row in rows]
+        positions = [n + i * height for n in range(len(rows))]
+        medians = [s.median if s else 0.0 for s in stats]
+        errors = [[s.median - s.low if s else 0.0 for s in stats], [s.high - s.median if s else 0.0 for s in stats]]
+        axes.barh(positions, medians, height, xerr=errors, label=subject["label"], capsize=2)
+    axes.set_yticks([n + height * (len(subjects) - 1) / 2 for n in range(len(rows))])
+    names = [row.workload if row.metric.name == "throughput" else f"{row.workload} — {row.metric.name}" for row in rows]
+    axes.set_yticklabels(names, fontsize=8)
+    axes.invert_yaxis()
+    axes.set_xscale("log")
+    axes.set_xlabel(f"{unit} (log scale; median of rounds, bars span min–max)")
+    axes.set_title(title)
+    axes.legend(fontsize=8, loc="lower right")
+    axes.grid(axis="x", which="both", alpha=0.3)
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path
+
+
+def plots(results: Results, img_dir: Path = IMG_DIR) -> list[Path]:
+    throughput = _peer_rows(results, "produce", "msg/s") + _peer_rows(results, "consume", "msg/s")
+    latency = _peer_rows(results, "latency", "ms")
+    made = [
+        _bar_chart(
+            results,
+            throughput,
+            "Throughput per peer (confluent-kafka / redis-py client)",
+            "msg/s",
+            img_dir / "bench-throughput.png",
+        ),
+        _bar_chart(
+            results,
+            latency,
+            "End-to-end latency per peer (100 B records, 1 partition)",
+            "ms",
+            img_dir / "bench-latency.png",
+        ),
+    ]
+    return [p for p in made if p is not None]
+
+
+# --- the docs section ----------------------------------------------------------------------------------------------
+
+
+def _notes(results: Results) -> list[str]:
+    grouped: dict[tuple[str, str, str, str], list[int]] = {}
+    for n in results.notes:
+        grouped.setdefault((n["kind"], n["subject"], n["workload"], n["text"]), []).append(n["round"] + 1)
+    lines = []
+    for (kind, subject, workload, text), rounds in sorted(grouped.items()):
+        where = f"round{'s' * (len(rounds) > 1)} {', '.join(map(str, rounds))}"
+        lines.append(f"- {kind}: {subject}, {workload} ({where}): {text.strip()}")
+    return lines or ["- none"]
+
+
+def _how(results: Results) -> str:
+    meta, sizes = results.meta, results.meta["sizes"]
+    peers = "\n".join(f"  - **{p['label']}**: {p['how']}" for p in results.subjects("peers"))
+    return f"""\
+- Each round starts every peer fresh, in turn, on 127.0.0.1 (A B C D E, A B C D E, …; {meta["rounds"]} round(s)),
+  and runs every workload against it with fresh topics; then KafkaLite embedded and the seed design, alternating.
+  Cells are the median over rounds with (min–max); ratio columns are KafkaLite (`--fsync always`, the default) ÷
+  the peer. ↑ marks rows where higher is better, ↓ rows where lower is better (times, memory): there a ratio below
+  1 favours KafkaLite.
+- Peers:
+{peers}
+- Kafka client: confluent-kafka {meta["versions"].get("confluent-kafka")} (librdkafka
+  {meta["versions"].get("librdkafka")}) in the bench process, one producer per run: `linger.ms=5`, the row's `acks`,
+  records sent to explicit partitions round-robin, delivery reports for errors only; throughput is acknowledged
+  records ÷ time to the final `flush()`, MB/s counts record values only. Group consumer: a new group,
+  `auto.offset.reset=earliest`, `consume(10000)` in a loop; its throughput counts from the first batch to the last
+  record (the time to join the group is the separate "subscribe → first message" row).
+  Produce size: {sizes["produce_small"]:,} records of 100 B, {sizes["produce_large"]:,} of 1 KiB; the consume run
+  first fills an 8-partition topic with {sizes["consume"]:,} × 100 B (acks=1, not timed).
+- Redis Streams: redis-py {meta["versions"].get("redis")}; a partition is a stream `<topic>-<n>`; produce is
+  pipelined `XADD` (1,000 per round trip); consume is `XREADGROUP … NOACK COUNT 10000` over all streams of a new
+  group from id 0; no acks=all, many-partition or connection rows (no equivalent).
+- End-to-end latency: 100 B records into one partition at a fixed rate for {sizes["latency_s"]:.0f} s
+  (producer `linger.ms=0`, `acks=1`; Redis: one `XADD` each), read by a consumer thread in the same process
+  (assigned partition, no group; Redis: `XREAD BLOCK`); age = arrival − the send time written in the record.
+- Many partitions: one topic of N partitions (creation timed), then {sizes["records_per_partition"]} × 100 B
+  records per partition, acks=1. Connections: {sizes["connections"]:,} raw sockets opened at once, each sending
+  Metadata v1 then one Produce v3 (one 100 B record, acks=1), all held open until every one is answered
+  (raw sockets with kio, because a thousand librdkafka clients would measure their own thread start-up).
+- Start-up: from spawning the process to its ready line, and to a first successful Metadata (Redis: PING) from a
+  new client; idle RSS (psutil) {sizes["idle_settle_s"]:.0f} s after that. The mock cluster lives in the bench
+  process: its "ready" is the creation of the cluster and it has no RSS of its own.
+- Bounds: every workload stops at {sizes["workload_timeout_s"]:.0f} s; a run cut short says so under
+  "Notes and failures". The machine was shared with other work during the run (see the load average), and the
+  client shares the CPUs with the broker: compare ratios within this run rather than absolute numbers across runs."""
+
+
+def _machine(results: Results) -> str:
+    m = results.meta["machine"]
+    v = results.meta["versions"]
+    return (
+        f"{m['nproc']} CPUs (`nproc`), {m['cpu']}, {m['memory']} RAM, Linux {m['kernel']}, Python {m['python']}; "
+        f"load average at start {m['load average at start']}. "
+        f"Versions: KafkaLite {v.get('kafkalite')} (commit {v.get('kafkalite commit')}), Tansu {v.get('tansu')}, "
+        f"redis-server {v.get('redis-server')}, kio {v.get('kio')}."
+    )
+
+
+def render_section(results: Results, json_path: Path, images: list[Path]) -> str:
+    meta = results.meta
+    checks = "\n".join(c.line() for c in targets(results))
+    figures = "\n\n".join(f"![{p.stem}](img/{p.name})" for p in images)
+    return f"""{START}
+## Peers: KafkaLite served against Tansu, librdkafka's mock cluster and Redis Streams
+
+Generated by `python -m bench` (also `make bench`) from `{json_path.name}` — do not edit by hand; re-render with
+`python -m bench --report-only {json_path}`.
+
+Command: `{meta["command"]}` ({meta["mode"]} mode, {meta["rounds"]} round(s), {meta.get("seconds", 0) / 60:.0f} min,
+started {meta["started"]}).
+
+Machine: {_machine(results)}
+
+### Results
+
+{section_table(results, "peers")}
+
+### Targets (issue 5)
+
+{checks}
+
+### Notes and failures
+
+{chr(10).join(_notes(results))}
+
+### Plots
+
+{figures}
+
+### Embedded mode against the seed design
+
+`bench/embedded_bench.py`'s two designs, alternating within each round (KafkaLite embedded in memory with
+`send_batch` of 1,000, against the seed article's list-per-partition broker).
+
+{section_table(results, "embedded")}
+
+### How it was measured
+
+{_how(results)}
+{END}"""
+
+
+def publish(results: Results, json_path: Path, doc: Path = DOC) -> None:
+    images = plots(results)
+    section = render_section(results, json_path, images)
+    text = doc.read_text() if doc.exists() else "# Benchmarks\n"
+    if START in text and END in text:
+        before, rest = text.split(START, 1)
+        after = rest.split(END, 1)[1]
+        text = before + section + after
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    doc.write_text(text)

@@ -1,0 +1,124 @@
+"""Many concurrent connections, each doing one Metadata (v1) and one small Produce (v3, acks=1), over raw sockets.
+
+A thousand librdkafka clients would measure librdkafka's start-up (threads per client) more than the broker, so the
+connection storm speaks the wire protocol itself, with kio classes (as KafkaLite does). All connections are opened
+at once and held open until every one has had both replies, so the broker serves all of them at the same time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import struct
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from kio.index import load_request_schema, load_response_schema
+from kio.serial import entity_reader, entity_writer
+
+from kafkalite.protocol.messages import build
+from kafkalite.protocol.records import RecordToWrite, build_batch
+
+METADATA, PRODUCE = 3, 0
+METADATA_VERSION, PRODUCE_VERSION = 1, 3
+
+
+@dataclass
+class Storm:
+    served: int = 0
+    failed: int = 0
+    seconds: float = 0.0
+    errors: list[str] = field(default_factory=list)
+
+
+def _request_module(api_key: int, version: int) -> Any:
+    return sys.modules[load_request_schema(api_key, version).__module__]
+
+
+def _frame(api_key: int, version: int, correlation_id: int, body: Any) -> bytes:
+    request_type = load_request_schema(api_key, version)
+    header_type = request_type.__header_schema__
+    buffer = io.BytesIO()
+    header = header_type(
+        request_api_key=api_key, request_api_version=version, correlation_id=correlation_id, client_id="bench"
+    )
+    entity_writer(header_type)(buffer, header)
+    entity_writer(request_type)(buffer, body)
+    return struct.pack(">i", buffer.tell()) + buffer.getvalue()
+
+
+async def _call(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, api_key: int, version: int, frame: bytes
+) -> Any:
+    writer.write(frame)
+    await writer.drain()
+    (size,) = struct.unpack(">i", await reader.readexactly(4))
+    reply = await reader.readexactly(size)
+    response_type = load_response_schema(api_key, version)
+    response, _ = entity_reader(response_type)(reply, 4 + response_type.__header_schema__.__version__)
+    return response
+
+
+def _requests(topic: str, partition: int) -> tuple[bytes, bytes]:
+    metadata = _request_module(METADATA, METADATA_VERSION)
+    produce = _request_module(PRODUCE, PRODUCE_VERSION)
+    metadata_body = build(
+        metadata.MetadataRequest, {"topics": (build(metadata.MetadataRequestTopic, {"name": topic}),)}
+    )
+    records = bytes(build_batch([RecordToWrite(b"x" * 100)], now_ms=int(time.time() * 1000)))
+    partition_data = build(produce.PartitionProduceData, {"index": partition, "records": records})
+    topic_data = build(produce.TopicProduceData, {"name": topic, "partition_data": (partition_data,)})
+    produce_body = build(
+        produce.ProduceRequest, {"transactional_id": None, "acks": 1, "timeout": 30_000, "topic_data": (topic_data,)}
+    )
+    return (
+        _frame(METADATA, METADATA_VERSION, 1, metadata_body),
+        _frame(PRODUCE, PRODUCE_VERSION, 2, produce_body),
+    )
+
+
+async def _storm(host: str, port: int, topic: str, partitions: int, connections: int, timeout: float) -> Storm:
+    result = Storm()
+    everyone_answered = asyncio.Event()
+    frames = [_requests(topic, p) for p in range(partitions)]
+
+    def finished(error: str | None) -> None:
+        if error is None:
+            result.served += 1
+        else:
+            result.failed += 1
+            result.errors.append(error)
+        if result.served + result.failed == connections:
+            everyone_answered.set()
+
+    async def one(n: int) -> None:
+        writer = None
+        try:
+            reader, writer = await asyncio.open_connection(host, port)
+            metadata_frame, produce_frame = frames[n % partitions]
+            metadata = await _call(reader, writer, METADATA, METADATA_VERSION, metadata_frame)
+            produced = await _call(reader, writer, PRODUCE, PRODUCE_VERSION, produce_frame)
+            codes = [int(t.error_code) for t in metadata.topics]
+            codes += [int(p.error_code) for t in produced.responses for p in t.partition_responses]
+            finished(None if not any(codes) else f"error codes {codes}")
+        except (OSError, asyncio.IncompleteReadError) as exc:
+            finished(f"{type(exc).__name__}: {exc}")
+        await everyone_answered.wait()
+        if writer is not None:
+            writer.close()
+
+    began = time.perf_counter()
+    try:
+        await asyncio.wait_for(asyncio.gather(*(one(n) for n in range(connections))), timeout)
+    except TimeoutError:
+        result.errors.append(f"{connections - result.served - result.failed} connections unanswered after {timeout} s")
+        result.failed = connections - result.served
+    result.seconds = time.perf_counter() - began
+    return result
+
+
+def storm(host: str, port: int, topic: str, partitions: int, connections: int, timeout: float) -> Storm:
+    """Open `connections` connections at once; each sends Metadata then Produce; time until all are answered."""
+    return asyncio.run(_storm(host, port, topic, partitions, connections, timeout))

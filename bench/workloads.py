@@ -1,0 +1,313 @@
+"""The workloads, written once against `bench.clients.Client` and run identically against every peer.
+
+Each workload creates its own topics (unique names within a round), is bounded in records and in time (a deadline
+of `Sizes.workload_timeout_s`; a run cut short by it says so in a note), and returns named metrics. Sizes come from
+`QUICK` (a smoke run) or `FULL` (the published run).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import multiprocessing
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+import psutil
+
+from bench import embedded_bench
+from bench.brokers import Running, Wire
+from bench.clients import Client, Produced, client_for
+from bench.wire import storm
+
+KiB = 1024
+BOTH: frozenset[Wire] = frozenset({"kafka", "redis"})
+KAFKA: frozenset[Wire] = frozenset({"kafka"})
+
+
+@dataclass(frozen=True)
+class Sizes:
+    mode: str
+    rounds: int
+    produce_small: int  # 100 B records per produce run
+    produce_large: int  # 1 KiB records per produce run
+    consume: int
+    latency_s: float  # seconds of paced sending per rate
+    rates: tuple[int, ...]
+    partition_counts: tuple[int, ...]
+    records_per_partition: int
+    connections: int
+    embedded_records: int
+    embedded_partitions: int
+    workload_timeout_s: float
+    idle_settle_s: float
+
+
+QUICK = Sizes(
+    mode="quick",
+    rounds=1,
+    produce_small=20_000,
+    produce_large=5_000,
+    consume=20_000,
+    latency_s=1.0,
+    rates=(1_000, 10_000),
+    partition_counts=(1_000, 10_000),
+    records_per_partition=1,
+    connections=1_000,
+    embedded_records=10_000,
+    embedded_partitions=8,
+    workload_timeout_s=30.0,
+    idle_settle_s=0.3,
+)
+FULL = Sizes(
+    mode="full",
+    rounds=3,
+    produce_small=1_000_000,
+    produce_large=200_000,
+    consume=1_000_000,
+    latency_s=10.0,
+    rates=(1_000, 10_000),
+    partition_counts=(1_000, 10_000),
+    records_per_partition=10,
+    connections=1_000,
+    embedded_records=100_000,
+    embedded_partitions=8,
+    workload_timeout_s=90.0,
+    idle_settle_s=1.0,
+)
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    unit: str
+    higher_is_better: bool
+
+
+MSG_S = Metric("throughput", "msg/s", True)
+MB_S = Metric("throughput", "MB/s", True)
+FIRST_RECORD = Metric("subscribe → first message", "s", False)
+P50 = Metric("p50", "ms", False)
+P99 = Metric("p99", "ms", False)
+READY = Metric("spawn → ready line", "s", False)
+FIRST_METADATA = Metric("spawn → first metadata", "s", False)
+IDLE_RSS = Metric("idle RSS", "MB", False)
+CREATE = Metric("create topic", "s", False)
+SERVED = Metric("served", "%", True)
+ALL_ANSWERED = Metric("all answered", "s", False)
+PRODUCE_MSG_S = Metric("produce", "msg/s", True)
+CONSUME_MSG_S = Metric("consume", "msg/s", True)
+
+
+@dataclass
+class Outcome:
+    values: dict[Metric, float]
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Session:
+    """One started peer within one round."""
+
+    running: Running
+    client: Client
+    sizes: Sizes
+    _names: itertools.count[int] = field(default_factory=itertools.count)
+
+    def deadline(self) -> float:
+        return time.perf_counter() + self.sizes.workload_timeout_s
+
+    def new_topic(self, family: str, partitions: int) -> str:
+        topic = f"bench-{family}-{next(self._names)}"
+        self.running.create_topic(topic, partitions)
+        return topic
+
+
+def session_for(running: Running, sizes: Sizes) -> Session:
+    return Session(running, client_for(running.wire, running.bootstrap), sizes)
+
+
+@dataclass(frozen=True)
+class Workload:
+    family: str  # groups rows in the tables and plots
+    label: str
+    wires: frozenset[Wire]
+    run: Callable[[Session], Outcome]
+
+
+def _rss_mb(pid: int) -> float:
+    return psutil.Process(pid).memory_info().rss / 1e6
+
+
+def _shortfall(what: str, done: int, wanted: int, error: str | None) -> list[str]:
+    if done >= wanted:
+        return []
+    return [f"{what}: {done:,} of {wanted:,} before the deadline" + (f" (first error: {error})" if error else "")]
+
+
+def start_up(session: Session) -> Outcome:
+    running = session.running
+    values = {READY: running.ready_s, FIRST_METADATA: running.first_metadata_s}
+    if running.pid is not None:
+        time.sleep(session.sizes.idle_settle_s)
+        values[IDLE_RSS] = _rss_mb(running.pid)
+    return Outcome(values)
+
+
+def _rate(produced: Produced) -> float:
+    if produced.acknowledged <= 0:
+        raise RuntimeError(f"nothing acknowledged in {produced.seconds:.1f} s: {produced.first_error}")
+    return produced.acknowledged / produced.seconds
+
+
+def produce(size: int, partitions: int, acks: str, session: Session) -> Outcome:
+    count = session.sizes.produce_small if size < KiB else session.sizes.produce_large
+    topic = session.new_topic("produce", partitions)
+    produced = session.client.produce(topic, partitions, b"x" * size, count, acks, session.deadline())
+    rate = _rate(produced)
+    return Outcome(
+        {MSG_S: rate, MB_S: rate * size / 1e6},
+        _shortfall("acknowledged", produced.acknowledged, count, produced.first_error),
+    )
+
+
+def consume(partitions: int, session: Session) -> Outcome:
+    count = session.sizes.consume
+    topic = session.new_topic("consume", partitions)
+    filled = session.client.produce(topic, partitions, b"x" * 100, count, "1", session.deadline())
+    consumed = session.client.consume(topic, partitions, filled.acknowledged, session.deadline())
+    if consumed.first_record_s is None:
+        raise RuntimeError(f"no message within {session.sizes.workload_timeout_s:.0f} s: {consumed.first_error}")
+    values = {FIRST_RECORD: consumed.first_record_s}
+    if consumed.reading_s > 0:
+        values[MSG_S] = consumed.count / consumed.reading_s
+    notes = _shortfall("prefilled", filled.acknowledged, count, filled.first_error)
+    notes += _shortfall("consumed", consumed.count, filled.acknowledged, consumed.first_error)
+    return Outcome(values, notes)
+
+
+WARM_UP = bytes(100)  # a zero send time marks a warm-up record
+DRAIN_S = 5.0
+
+
+def _receive_ages(wire: Wire, bootstrap: str, topic: str, warm: Any, expected: Any, out: Any) -> None:
+    """In a child process: note each record's age on arrival until `expected` (set by the sender) have come."""
+    ages_ns: list[int] = []
+
+    def on_value(value: bytes) -> None:
+        sent_ns = int.from_bytes(value[:8], "big")
+        if sent_ns:
+            ages_ns.append(time.monotonic_ns() - sent_ns)
+        else:
+            warm.set()
+
+    with client_for(wire, bootstrap).receiver(topic, on_value):
+        drained_by = None
+        while drained_by is None or (len(ages_ns) < expected.value and time.monotonic() < drained_by):
+            if drained_by is None and expected.value >= 0:
+                drained_by = time.monotonic() + DRAIN_S
+            time.sleep(0.01)
+    out.put(ages_ns)
+
+
+def end_to_end(rate: int, session: Session) -> Outcome:
+    """Send 100 B records at `rate`/s into one partition; a consumer in another process notes their ages.
+
+    The consumer runs in a child process so that it and the sender do not take turns at one GIL; both read the
+    same CLOCK_MONOTONIC.
+    """
+    topic = session.new_topic("latency", 1)
+    count = int(rate * session.sizes.latency_s)
+    spawn = multiprocessing.get_context("spawn")  # no fork: the bench process has librdkafka threads
+    warm, expected, out = spawn.Event(), spawn.Value("q", -1), spawn.Queue()
+    running = session.running
+    receiver = spawn.Process(target=_receive_ages, args=(running.wire, running.bootstrap, topic, warm, expected, out))
+    receiver.start()
+    deadline = session.deadline()
+    padding = bytes(92)
+    try:
+        with session.client.sender(topic) as send:
+            while not warm.is_set():  # both ends connected and the partition readable
+                if time.perf_counter() > deadline or not receiver.is_alive():
+                    raise RuntimeError("no warm-up record came back before the deadline")
+                send([WARM_UP])
+                warm.wait(0.1)
+            began = time.perf_counter()
+            sent = 0
+            while sent < count and time.perf_counter() < deadline:
+                due = min(count, int((time.perf_counter() - began) * rate) + 1)
+                send([time.monotonic_ns().to_bytes(8, "big") + padding for _ in range(due - sent)])
+                sent = due
+                time.sleep(max(0.0, began + sent / rate - time.perf_counter()))
+            sending_s = time.perf_counter() - began
+        expected.value = sent
+        ages = sorted(out.get(timeout=DRAIN_S + 30))
+    finally:
+        receiver.join(10)
+        if receiver.is_alive():
+            receiver.kill()
+    if not ages:
+        raise RuntimeError("no record arrived")
+    notes = _shortfall("sent", sent, count, None) + _shortfall(f"arrived within {DRAIN_S:.0f} s", len(ages), sent, None)
+    if sent / sending_s < 0.9 * rate:
+        notes.append(f"sent at {sent / sending_s:,.0f} msg/s only: the sender fell behind the rate")
+    return Outcome({P50: _percentile_ms(ages, 0.50), P99: _percentile_ms(ages, 0.99)}, notes)
+
+
+def _percentile_ms(sorted_ns: list[int], q: float) -> float:
+    return sorted_ns[min(len(sorted_ns) - 1, int(q * len(sorted_ns)))] / 1e6
+
+
+def many_partitions(partitions: int, session: Session) -> Outcome:
+    began = time.perf_counter()
+    topic = session.new_topic("partitions", partitions)
+    created_s = time.perf_counter() - began
+    count = partitions * session.sizes.records_per_partition
+    produced = session.client.produce(topic, partitions, b"x" * 100, count, "1", session.deadline())
+    return Outcome(
+        {CREATE: created_s, MSG_S: _rate(produced), SERVED: 100 * produced.acknowledged / count},
+        _shortfall("acknowledged", produced.acknowledged, count, produced.first_error),
+    )
+
+
+def many_connections(connections: int, session: Session) -> Outcome:
+    partitions = 8
+    topic = session.new_topic("connections", partitions)
+    host, port = session.running.host_port
+    result = storm(host, port, topic, partitions, connections, session.sizes.workload_timeout_s)
+    notes = [f"{result.failed} of {connections} failed; first: {result.errors[0]}"] if result.errors else []
+    return Outcome({ALL_ANSWERED: result.seconds, SERVED: 100 * result.served / connections}, notes)
+
+
+def plan(sizes: Sizes) -> list[Workload]:
+    """Every peer workload, in the order a round runs them (the large-scale ones last)."""
+    workloads = [Workload("start", "start-up and idle memory", BOTH, start_up)]
+    for size, partitions, acks in itertools.product((100, KiB), (1, 8), ("1", "all")):
+        label = f"produce {'1 KiB' if size == KiB else f'{size} B'} · {partitions} partition{'s' * (partitions > 1)}"
+        wires = BOTH if acks == "1" else KAFKA  # Redis has no acknowledgement after replication or fsync
+        workloads.append(Workload("produce", f"{label} · acks={acks}", wires, partial(produce, size, partitions, acks)))
+    workloads.append(Workload("consume", "group consume 100 B · 8 partitions, earliest", BOTH, partial(consume, 8)))
+    for rate in sizes.rates:
+        workloads.append(Workload("latency", f"end-to-end at {rate:,} msg/s", BOTH, partial(end_to_end, rate)))
+    for partitions in sizes.partition_counts:
+        label = f"produce into {partitions:,} partitions"
+        workloads.append(Workload("scale", label, KAFKA, partial(many_partitions, partitions)))
+    label = f"{sizes.connections:,} connections (metadata + produce each)"
+    workloads.append(Workload("scale", label, KAFKA, partial(many_connections, sizes.connections)))
+    return workloads
+
+
+EMBEDDED_SUBJECTS = ("embedded", "seed")
+
+
+def embedded_round(subject: str, sizes: Sizes) -> dict[Metric, float]:
+    """One round of `bench/embedded_bench.py`'s comparison for one design: produce then consume, msg/s."""
+    count, partitions = sizes.embedded_records, sizes.embedded_partitions
+    if subject == "embedded":
+        produced_s, consumed_s = asyncio.run(embedded_bench.kafkalite_round(count, partitions, 1_000))
+    else:
+        produced_s, consumed_s = embedded_bench.seed_round(count, partitions)
+    return {PRODUCE_MSG_S: count / produced_s, CONSUME_MSG_S: count / consumed_s}
