@@ -10,7 +10,6 @@ Records without a key go round robin under every partitioner.
 from __future__ import annotations
 
 import hashlib
-import itertools
 from collections.abc import Callable
 from typing import Literal
 
@@ -64,12 +63,20 @@ class Partitioner:
             raise ValueError(f"unknown partitioner {name!r}: choose md5, murmur2 or round_robin")
         self.name = name
         self._hash = hashes[name]
-        self._counters: dict[str, itertools.count[int]] = {}
+        self._counters: dict[str, int] = {}
 
     def partition(self, topic: str, key: bytes | None, num_partitions: int) -> int:
         if key is not None and self._hash is not None:
             return self._hash(key) % num_partitions
-        counter = self._counters.get(topic)
-        if counter is None:
-            counter = self._counters[topic] = itertools.count()
-        return next(counter) % num_partitions
+        return self.round_robin_run(topic, 1) % num_partitions
+
+    def hashes_key(self, key: bytes | None) -> bool:
+        """True if `key` decides the partition (a keyed record under md5 or murmur2)."""
+        return key is not None and self._hash is not None
+
+    def round_robin_run(self, topic: str, count: int) -> int:
+        """Take the next `count` round-robin slots of `topic` at once; return the first (slot i goes to partition
+        `(first + i) % num_partitions`), exactly as `count` calls of `partition` would have placed them."""
+        first = self._counters.get(topic, 0)
+        self._counters[topic] = first + count
+        return first

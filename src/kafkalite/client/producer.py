@@ -9,6 +9,10 @@ exponential backoff from `retry_backoff`; if the partition is still full, each r
 partition number, Spring-Kafka headers) and its `RecordMetadata.dead_lettered` is True; of a batch too big for the
 room left, the records that still fit are appended first, one by one. Other errors reach the caller of `send`
 unchanged.
+
+`send_batch` is the bulk path: values are checked and routed in one pass, each partition's share becomes one
+RecordBatch written by one task, and the metadata is computed from that batch's base offset, so there is no future,
+callback or routing call per record. Retries and the dead-letter fallback are the same code as `send`'s.
 """
 
 from __future__ import annotations
@@ -17,8 +21,9 @@ import asyncio
 import logging
 import time
 from collections.abc import Iterable, Sequence
+from itertools import repeat
 from types import TracebackType
-from typing import Literal, Self
+from typing import Any, Literal, Self, cast
 
 from kafkalite.client.partitioners import Partitioner, PartitionerName
 from kafkalite.client.records import RecordMetadata
@@ -31,6 +36,7 @@ logger = logging.getLogger("kafkalite.producer")
 Acks = Literal[0, 1, -1, "all"]
 Header = tuple[str, bytes | None]
 _Pending = tuple[RecordToWrite, "asyncio.Future[RecordMetadata]"]
+_Outcome = RecordMetadata | BaseException  # per record: where it landed, or why it did not
 
 
 def _as_bytes(value: object, what: str) -> bytes | None:
@@ -78,7 +84,7 @@ class Producer:
         Producer._next_id += 1
         self._pending: dict[tuple[str, int], list[_Pending]] = {}
         self._flush_scheduled = False
-        self._in_flight: set[asyncio.Task[None]] = set()
+        self._in_flight: set[asyncio.Task[Any]] = set()
         self._closed = False
 
     async def __aenter__(self) -> Self:
@@ -132,9 +138,46 @@ class Producer:
     async def send_batch(
         self, topic: str, values: Iterable[bytes | None], *, key: bytes | None = None
     ) -> list[RecordMetadata]:
-        """Send many records at once (each routed on its own); return their metadata in order."""
-        futures = [self.send_soon(topic, value, key) for value in values]
-        return list(await asyncio.gather(*futures))
+        """Send many records at once (each routed on its own); return their metadata in order.
+
+        Places records exactly as that many `send` calls would, and ends the same way: if any record failed, the
+        first failure is raised (the other records were still written or dead-lettered). Nothing is sent when a
+        value is not bytes.
+        """
+        if self._closed:
+            raise ClosedError(f"{self.name} is closed")
+        key = _as_bytes(key, "key")
+        checked = [value if value.__class__ is bytes else _as_bytes(value, "value") for value in values]
+        count = self._transport.partition_count(topic)
+        if not checked:
+            return []
+        # tuple.__new__ is what RecordToWrite's own __new__ calls, minus a Python frame per record.
+        records = cast(
+            list[RecordToWrite],
+            list(map(tuple.__new__, repeat(RecordToWrite), zip(checked, repeat(key), repeat(()), repeat(None)))),
+        )
+        if self._partitioner.hashes_key(key):
+            shares = {self._partitioner.partition(topic, key, count): slice(None)}
+        else:  # record i goes to (first + i) % count: partition p's share is every count-th record from its first
+            first = self._partitioner.round_robin_run(topic, len(records))
+            shares = {(first + i) % count: slice(i, None, count) for i in range(min(count, len(records)))}
+        if self._pending:  # records queued by earlier sends go first, as they would have shared a batch with these
+            self._start_flush()
+        tasks = []
+        for partition, share in shares.items():
+            logger.debug("Routing %s to topic=%s partition=%d (batch)", self.name, topic, partition)
+            task = asyncio.create_task(self._write(topic, partition, records[share]))
+            self._in_flight.add(task)
+            task.add_done_callback(self._in_flight.discard)
+            tasks.append(task)
+        # Shielded: a caller that gives up does not stop records already handed over, as with `send_soon`.
+        results = await asyncio.shield(asyncio.gather(*tasks))
+        metadata: list[Any] = [None] * len(records)
+        for share, (outcomes, failed) in zip(shares.values(), results, strict=True):
+            if failed:
+                raise next(outcome for outcome in outcomes if isinstance(outcome, BaseException))
+            metadata[share] = outcomes
+        return cast(list[RecordMetadata], metadata)
 
     async def flush(self) -> None:
         """Wait until every queued record has been written or failed."""
@@ -159,42 +202,57 @@ class Producer:
             task.add_done_callback(self._in_flight.discard)
 
     async def _send_partition(self, topic: str, partition: int, entries: list[_Pending]) -> None:
+        outcomes, _ = await self._write(topic, partition, [record for record, _ in entries])
+        for (_, future), outcome in zip(entries, outcomes, strict=True):
+            if future.done():  # cancelled by its caller: the record was written all the same
+                continue
+            if isinstance(outcome, BaseException):
+                future.set_exception(outcome)
+            else:
+                future.set_result(outcome)
+
+    async def _write(self, topic: str, partition: int, records: list[RecordToWrite]) -> tuple[list[_Outcome], bool]:
+        """Write `records` to one partition as one batch, with retries and the dead-letter fallback; return each
+        record's outcome, in order, and whether any of them is an exception."""
         now = int(time.time() * 1000)
-        records = [record for record, _ in entries]
         try:
             batch = build_batch(records, now_ms=now)
             base_offset = await self._produce_with_retries(topic, partition, batch, len(records))
         except PartitionFullError as full:
-            refused = await self._keep_what_fits(topic, partition, entries, now) if len(entries) > 1 else entries
-            if not self._dead_letter:
-                _fail(refused, full)
-                return
-            await self._dead_letter_all(topic, partition, refused, full, now)
-            return
+            outcomes: list[_Outcome] = [full] * len(records)
+            refused = await self._keep_what_fits(topic, partition, records, now, outcomes) if len(records) > 1 else 0
+            if self._dead_letter:
+                await self._dead_letter_all(topic, partition, records, refused, full, now, outcomes)
+            return outcomes, any(isinstance(outcome, BaseException) for outcome in outcomes)
         except Exception as exc:
-            _fail(entries, exc)
-            return
-        for index, (record, future) in enumerate(entries):
-            if not future.done():
-                stamp = now if record.timestamp is None else record.timestamp
-                future.set_result(RecordMetadata(topic, partition, base_offset + index, stamp))
+            return [exc] * len(records), True
+        stamps = [record.timestamp for record in records]
+        if stamps.count(None) == len(stamps):
+            timestamps: Iterable[int] = repeat(now)
+        else:
+            timestamps = [now if stamp is None else stamp for stamp in stamps]
+        offsets = range(base_offset, base_offset + len(records))
+        fields = zip(repeat(topic), repeat(partition), offsets, timestamps, repeat(False))
+        # tuple.__new__ is what RecordMetadata's own __new__ calls, minus a Python frame per record.
+        return cast(list[_Outcome], list(map(tuple.__new__, repeat(RecordMetadata), fields))), False
 
-    async def _keep_what_fits(self, topic: str, partition: int, entries: list[_Pending], now: int) -> list[_Pending]:
+    async def _keep_what_fits(
+        self, topic: str, partition: int, records: list[RecordToWrite], now: int, outcomes: list[_Outcome]
+    ) -> int:
         """The batch stayed too big for the room left: append its records one by one, in order, so those that fit
-        are kept; return the first refused record and those after it (already retried with the batch)."""
-        for index, (record, future) in enumerate(entries):
+        are kept (their outcomes set); return the index of the first refused record (those from there on were
+        already retried with the batch)."""
+        for index, record in enumerate(records):
             try:
                 single = build_batch([record], now_ms=now)
                 offset = await self._transport.produce(topic, partition, single, acks=self._acks)
             except PartitionFullError:
-                return entries[index:]
+                return index
             except Exception as exc:
-                _fail([(record, future)], exc)
+                outcomes[index] = exc
                 continue
-            if not future.done():
-                stamp = now if record.timestamp is None else record.timestamp
-                future.set_result(RecordMetadata(topic, partition, offset, stamp))
-        return []
+            outcomes[index] = RecordMetadata(topic, partition, offset, _stamp(record, now))
+        return len(records)
 
     async def _produce_with_retries(self, topic: str, partition: int, batch: bytes, count: int) -> int:
         delay = self._retry_backoff
@@ -220,23 +278,28 @@ class Producer:
         raise AssertionError("unreachable")
 
     async def _dead_letter_all(
-        self, topic: str, partition: int, entries: list[_Pending], error: PartitionFullError, now: int
+        self,
+        topic: str,
+        partition: int,
+        records: list[RecordToWrite],
+        first: int,
+        error: PartitionFullError,
+        now: int,
+        outcomes: list[_Outcome],
     ) -> None:
-        for record, future in entries:
-            stamp = now if record.timestamp is None else record.timestamp
+        """Send `records[first:]` to the dead-letter topic, setting their outcomes."""
+        for index in range(first, len(records)):
+            record = records[index]
+            stamp = _stamp(record, now)
             try:
                 where = await self._transport.dead_letter(
                     topic, partition, record.key, record.value, tuple(record.headers), error, timestamp=stamp
                 )
             except Exception as exc:
-                if not future.done():
-                    future.set_exception(exc)
+                outcomes[index] = exc
                 continue
-            if not future.done():
-                future.set_result(RecordMetadata(where[0], where[1], where[2], stamp, dead_lettered=True))
+            outcomes[index] = RecordMetadata(where[0], where[1], where[2], stamp, dead_lettered=True)
 
 
-def _fail(entries: list[_Pending], error: BaseException) -> None:
-    for _, future in entries:
-        if not future.done():
-            future.set_exception(error)
+def _stamp(record: RecordToWrite, now: int) -> int:
+    return now if record.timestamp is None else record.timestamp
