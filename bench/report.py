@@ -7,6 +7,7 @@ before it is written.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,9 +121,17 @@ def _ratio_check(target: str, rows: list[Row], peer: str, minimum: float, subjec
     return Check(target, met == len(ratios), detail)
 
 
-def _limit_check(target: str, row: Row | None, limit: float, at_most: bool) -> Check:
+def _limit_check(results: Results, target: str, workload_text: str, metric: str, limit: float, at_most: bool) -> Check:
+    row = _row(results, workload_text, metric)
     value = None if row is None else row.median(REFERENCE)
     if row is None or value is None:
+        failures = [
+            n["text"]
+            for n in results.notes
+            if n["kind"] == "failure" and n["subject"] == REFERENCE and workload_text in n["workload"]
+        ]
+        if failures:
+            return Check(target, False, f"failed in {len(failures)} round(s): {failures[0].strip()}")
         return Check(target, None, "no KafkaLite result")
     met = value <= limit if at_most else value >= limit
     unit = row.metric.unit
@@ -135,6 +144,8 @@ def _limit_check(target: str, row: Row | None, limit: float, at_most: bool) -> C
 
 def _row(results: Results, workload_text: str, metric_name: str) -> Row | None:
     rows = [r for r in results.rows("peers") if workload_text in r.workload and r.metric.name == metric_name]
+    if metric_name == "throughput":  # the 1 KiB target: the best 1 KiB row in MB/s
+        rows = sorted((r for r in rows if r.metric.unit == "MB/s"), key=lambda r: -(r.median(REFERENCE) or 0.0))
     return rows[0] if rows else None
 
 
@@ -151,19 +162,17 @@ def targets(results: Results) -> list[Check]:
         _ratio_check("consume throughput ≥ 3× Redis Streams", consume, "redis", 3.0),
         _ratio_check("acks=all produce with fsync ≥ 0.8× the same with fsync off", acks_all, "kafkalite-nofsync", 0.8),
         _limit_check(
-            "subscribe → first message ≤ 0.5 s", _row(results, "group consume", "subscribe → first message"), 0.5, True
+            results, "subscribe → first message ≤ 0.5 s", "group consume", "subscribe → first message", 0.5, True
         ),
+        _limit_check(results, "end-to-end p99 ≤ 5 ms at 10,000 msg/s", "at 10,000 msg/s", "p99", 5.0, True),
+        _limit_check(
+            results, "1 KiB messages: ≥ 500 MB/s produce (best 1 KiB row)", "produce 1 KiB", "throughput", 500.0, False
+        ),
+        _limit_check(results, "start ≤ 0.3 s to the ready line", "start-up", "spawn → ready line", 0.3, True),
+        _limit_check(results, "idle RSS ≤ 60 MB", "start-up", "idle RSS", 60.0, True),
+        _limit_check(results, "10,000 partitions served", "10,000 partitions", "served", 100.0, False),
+        _limit_check(results, "1,000 connections served", "connections", "served", 100.0, False),
     ]
-    for rate in ("10,000",):
-        checks.append(_limit_check(f"end-to-end p99 ≤ 5 ms at {rate} msg/s", _row(results, rate, "p99"), 5.0, True))
-    large = _peer_rows(results, "produce", "MB/s", lambda r: "1 KiB" in r.workload)
-    best = max(large, key=lambda r: r.median(REFERENCE) or 0.0, default=None)
-    checks.append(_limit_check("1 KiB messages: ≥ 500 MB/s produce (best 1 KiB row)", best, 500.0, False))
-    start = _row(results, "start-up", "spawn → ready line")
-    checks.append(_limit_check("start ≤ 0.3 s to the ready line", start, 0.3, True))
-    checks.append(_limit_check("idle RSS ≤ 60 MB", _row(results, "start-up", "idle RSS"), 60.0, True))
-    checks.append(_limit_check("10,000 partitions served", _row(results, "10,000 partitions", "served"), 100.0, False))
-    checks.append(_limit_check("1,000 connections served", _row(results, "connections", "served"), 100.0, False))
     return checks
 
 
@@ -194,7 +203,7 @@ def _bar_chart(results: Results, rows: list[Row], title: str, unit: str, path: P
     axes.set_xscale("log")
     axes.set_xlabel(f"{unit} (log scale; median of rounds, bars span min–max)")
     axes.set_title(title)
-    axes.legend(fontsize=8, loc="lower right")
+    axes.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=len(subjects))
     axes.grid(axis="x", which="both", alpha=0.3)
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -262,8 +271,12 @@ def _how(results: Results) -> str:
   pipelined `XADD` (1,000 per round trip); consume is `XREADGROUP … NOACK COUNT 10000` over all streams of a new
   group from id 0; no acks=all, many-partition or connection rows (no equivalent).
 - End-to-end latency: 100 B records into one partition at a fixed rate for {sizes["latency_s"]:.0f} s
-  (producer `linger.ms=0`, `acks=1`; Redis: one `XADD` each), read by a consumer thread in the same process
-  (assigned partition, no group; Redis: `XREAD BLOCK`); age = arrival − the send time written in the record.
+  (producer `linger.ms=0`, `acks=1`, the records due at each tick sent together; Redis: one pipeline of `XADD`s per
+  tick), read by a consumer in a child process (assigned partition, no group, `poll()` per record, client defaults
+  otherwise, so `fetch.wait.max.ms=500`; Redis: `XREAD BLOCK`); age = arrival − the send time written in the
+  record (both processes read CLOCK_MONOTONIC). A broker that answers a waiting Fetch only when
+  `fetch.wait.max.ms` runs out, rather than when data arrives, shows it here: with `fetch.wait.max.ms=10` the mock's
+  p50 at 1,000 msg/s fell from 282 ms to 5.6 ms (checked once by hand, not part of the table).
 - Many partitions: one topic of N partitions (creation timed), then {sizes["records_per_partition"]} × 100 B
   records per partition, acks=1. Connections: {sizes["connections"]:,} raw sockets opened at once, each sending
   Metadata v1 then one Produce v3 (one 100 B record, acks=1), all held open until every one is answered
@@ -281,16 +294,17 @@ def _machine(results: Results) -> str:
     v = results.meta["versions"]
     return (
         f"{m['nproc']} CPUs (`nproc`), {m['cpu']}, {m['memory']} RAM, Linux {m['kernel']}, Python {m['python']}; "
-        f"load average at start {m['load average at start']}. "
+        f"load average at start {m['load average at start']}; open-file limit {m.get('open-file limit', '?')} "
+        "(the brokers inherit it). "
         f"Versions: KafkaLite {v.get('kafkalite')} (commit {v.get('kafkalite commit')}), Tansu {v.get('tansu')}, "
         f"redis-server {v.get('redis-server')}, kio {v.get('kio')}."
     )
 
 
-def render_section(results: Results, json_path: Path, images: list[Path]) -> str:
+def render_section(results: Results, json_path: Path, images: list[Path], doc_dir: Path) -> str:
     meta = results.meta
     checks = "\n".join(c.line() for c in targets(results))
-    figures = "\n\n".join(f"![{p.stem}](img/{p.name})" for p in images)
+    figures = "\n\n".join(f"![{p.stem}]({os.path.relpath(p, doc_dir)})" for p in images)
     return f"""{START}
 ## Peers: KafkaLite served against Tansu, librdkafka's mock cluster and Redis Streams
 
@@ -331,9 +345,9 @@ Machine: {_machine(results)}
 {END}"""
 
 
-def publish(results: Results, json_path: Path, doc: Path = DOC) -> None:
-    images = plots(results)
-    section = render_section(results, json_path, images)
+def publish(results: Results, json_path: Path, doc: Path = DOC, img_dir: Path = IMG_DIR) -> None:
+    images = plots(results, img_dir)
+    section = render_section(results, json_path, images, doc.parent)
     text = doc.read_text() if doc.exists() else "# Benchmarks\n"
     if START in text and END in text:
         before, rest = text.split(START, 1)
