@@ -11,6 +11,10 @@ Positions: a partition's position is the next offset to hand out. It starts at t
 `auto_offset_reset` ("earliest", "latest", "none") when the group has none. A message counts as consumed once it is
 yielded; `commit()` stores the positions. `seek()` moves a position anywhere in the log (replay).
 
+Buffer: each fetch from a partition becomes one chunk, a list of `Message`s built in one C-level pass from the
+batch's decoded columns; consuming hands out slices of chunks and moves the partition's position once per chunk,
+so nothing on the consume path is per record beyond decoding the record and making its `Message`.
+
 Heartbeats run in a background task every `heartbeat_interval`, and before every fetch, so a long handler does not
 cost the membership and a rebalance is noticed within one poll.
 """
@@ -21,9 +25,10 @@ import asyncio
 import inspect
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from itertools import repeat
 from types import TracebackType
-from typing import Literal, Self
+from typing import Literal, Self, cast
 
 from kafkalite.client.records import Message
 from kafkalite.client.transport import Transport
@@ -44,7 +49,7 @@ from kafkalite.groups import (
     encode_assignment,
     encode_subscription,
 )
-from kafkalite.protocol.records import iter_records, read_header
+from kafkalite.protocol.records import decode_columns, read_header
 
 logger = logging.getLogger("kafkalite.consumer")
 
@@ -109,7 +114,8 @@ class Consumer:
         self._assignment: tuple[TopicPartition, ...] = ()
         self._positions: dict[TopicPartition, int] = {}
         self._committed: dict[TopicPartition, int] = {}
-        self._buffer: deque[Message] = deque()
+        self._buffer: deque[list[Message]] = deque()  # chunks: one fetch of one partition each, in offset order
+        self._taken = 0  # messages of _buffer[0] already handed out
         self._next_partition = 0
         self._rejoin_needed = group_id is not None
         self._heartbeat_task: asyncio.Task[None] | None = None
@@ -172,7 +178,12 @@ class Consumer:
             if not self._buffer or self._rejoin_needed:  # a pending rebalance drops the buffer: rejoin promptly
                 await self._fill_buffer(self.poll_interval)
                 continue
-            message = self._buffer.popleft()
+            chunk = self._buffer[0]
+            message = chunk[self._taken]
+            self._taken += 1
+            if self._taken == len(chunk):
+                self._buffer.popleft()
+                self._taken = 0
             self._positions[(message.topic, message.partition)] = message.offset + 1
             yield message
 
@@ -180,10 +191,19 @@ class Consumer:
         """Up to `max_records` messages, waiting at most `timeout` (default `poll_interval`) when none are ready."""
         if not self._buffer or self._rejoin_needed:
             await self._fill_buffer(self.poll_interval if timeout is None else timeout)
-        count = min(len(self._buffer), max_records or self._max_poll_records)
-        messages = [self._buffer.popleft() for _ in range(count)]
-        for message in messages:
-            self._positions[(message.topic, message.partition)] = message.offset + 1
+        limit = max_records or self._max_poll_records
+        messages: list[Message] = []
+        while self._buffer and len(messages) < limit:
+            chunk = self._buffer[0]
+            end = min(len(chunk), self._taken + limit - len(messages))
+            messages += chunk if self._taken == 0 and end == len(chunk) else chunk[self._taken : end]
+            last = chunk[end - 1]  # a chunk is one partition in offset order: its last message sets the position
+            self._positions[(last.topic, last.partition)] = last.offset + 1
+            if end == len(chunk):
+                self._buffer.popleft()
+                self._taken = 0
+            else:
+                self._taken = end
         return messages
 
     async def _fill_buffer(self, wait: float) -> None:
@@ -219,28 +239,32 @@ class Consumer:
             return False
         records = data.records
         pos = 0
-        added = 0
-        while pos < len(records) and added < self._max_poll_records:
+        chunk: list[Message] = []
+        while pos < len(records) and len(chunk) < self._max_poll_records:
             header = read_header(records, pos)
             if header.last_offset >= position and not header.is_control:
-                for record in iter_records(records, pos):
-                    if record.offset >= position:
-                        self._buffer.append(
-                            Message(
-                                topic,
-                                partition,
-                                record.offset,
-                                record.key,
-                                record.value,
-                                record.headers,
-                                record.timestamp,
-                            )
-                        )
-                        added += 1
+                columns = decode_columns(records, pos)
+                fields = zip(
+                    repeat(topic),
+                    repeat(partition),
+                    columns.offsets,
+                    columns.keys,
+                    columns.values,
+                    columns.headers,
+                    columns.timestamps,
+                    strict=False,  # repeat() is endless; the columns are of equal length
+                )
+                # tuple.__new__ is what Message's own __new__ calls, minus a Python frame per record.
+                messages = cast(Iterator[Message], map(tuple.__new__, repeat(Message), fields))
+                if min(columns.offsets, default=position) < position:  # the batch holding the position
+                    chunk += [message for message in messages if message.offset >= position]
+                else:
+                    chunk += messages
             pos += header.size
-        if added:
-            logger.debug("%s read %d messages from %s-%d offset=%d", self.name, added, topic, partition, position)
-        return added > 0
+        if chunk:
+            self._buffer.append(chunk)
+            logger.debug("%s read %d messages from %s-%d offset=%d", self.name, len(chunk), topic, partition, position)
+        return bool(chunk)
 
     async def run(self, handler: Handler, *, max_retries: int = 3, backoff: float = 0.1) -> None:
         """Call `handler(message)` for every message until `stop()` or `close()`.
@@ -326,7 +350,10 @@ class Consumer:
         if not isinstance(offset, int) or not start <= offset <= end:
             raise OffsetOutOfRangeError(offset, start, end)
         self._positions[(topic, partition)] = offset
-        self._buffer = deque(m for m in self._buffer if (m.topic, m.partition) != (topic, partition))
+        head = self._buffer[0] if self._buffer else None
+        self._buffer = deque(c for c in self._buffer if (c[0].topic, c[0].partition) != (topic, partition))
+        if not self._buffer or self._buffer[0] is not head:
+            self._taken = 0
 
     async def _maybe_auto_commit(self) -> None:
         if self._auto_commit and asyncio.get_running_loop().time() - self._last_commit >= self._auto_commit_interval:
@@ -408,6 +435,7 @@ class Consumer:
     def _assign(self, partitions: list[TopicPartition]) -> None:
         self._assignment = tuple(sorted(partitions))
         self._buffer.clear()
+        self._taken = 0
         self._positions = {}
         self._committed = {}
         for topic, partition in self._assignment:
