@@ -463,20 +463,18 @@ def decode_columns(batch: bytes | bytearray | memoryview, pos: int = 0) -> Recor
     timestamps: list[int] = []
     keys: list[bytes | None] = []
     values: list[bytes | None] = []
-    headers: list[tuple[tuple[str, bytes | None], ...]] = []
+    with_headers: list[tuple[int, tuple[tuple[str, bytes | None], ...]]] = []  # (index, headers), if not ()
     add_offset, add_timestamp, add_key, add_value = offsets.append, timestamps.append, keys.append, values.append
-    add_headers = headers.append
     base_offset = header.base_offset
-    log_append_time = header.log_append_time
-    base_timestamp = header.max_timestamp if log_append_time else header.base_timestamp
-    no_headers = ()
+    base_timestamp = header.base_timestamp
     cursor, end = 0, len(body)
     for index in range(header.record_count):
-        # Fast path: a record whose varints are 1 or 2 bytes (lengths, offset delta), whose timestamp delta is one
-        # byte, whose key is null or under 64 bytes and which has no headers. It reads optimistically and accepts
-        # the record only if its fields end exactly at the length prefix's end with a header count of 0, which
-        # proves every byte read was inside the record. Any other shape, and anything malformed, is decoded again
-        # from `start` by `_decode_record`, the strict decoder, which decodes it or raises the precise error.
+        # Fast path: a record whose lengths and offset delta are 1- or 2-byte varints, whose timestamp delta is a
+        # 1-byte varint, whose deltas are not negative, whose key is null or under 64 bytes and which has no
+        # headers. It reads optimistically and accepts the record only if its fields end exactly at the length
+        # prefix's end with a header count of 0, which proves every byte read was inside the record. Any other
+        # shape, and anything malformed, is decoded again from `start` by `_decode_record`, the strict decoder,
+        # which decodes it or raises the precise error. Zigzag: an even varint is the value times 2.
         start = cursor
         try:
             byte = body[cursor]
@@ -513,7 +511,7 @@ def decode_columns(batch: bytes | bytearray | memoryview, pos: int = 0) -> Recor
                 cursor += 2
             value_end = cursor + (byte >> 1)
             if (
-                (length | byte) & 1  # negative record or value length (-1, a null value, included)
+                (length | byte | offset_delta | ts_delta) & 1  # negative (a null value's -1 included)
                 or length >= 0x4000  # the second byte had its continuation bit: a third byte follows
                 or byte >= 0x4000
                 or ts_delta >= 0x80
@@ -525,9 +523,8 @@ def decode_columns(batch: bytes | bytearray | memoryview, pos: int = 0) -> Recor
                 raise IndexError
             add_value(body[cursor:value_end])
             add_key(key)
-            add_offset(base_offset + ((offset_delta >> 1) ^ -(offset_delta & 1)))
-            add_timestamp(base_timestamp if log_append_time else base_timestamp + ((ts_delta >> 1) ^ -(ts_delta & 1)))
-            add_headers(no_headers)
+            add_offset(base_offset + (offset_delta >> 1))
+            add_timestamp(base_timestamp + (ts_delta >> 1))
             cursor = record_end
         except IndexError:
             try:
@@ -538,12 +535,18 @@ def decode_columns(batch: bytes | bytearray | memoryview, pos: int = 0) -> Recor
             add_timestamp(record.timestamp)
             add_key(record.key)
             add_value(record.value)
-            add_headers(record.headers)
+            if record.headers:
+                with_headers.append((index, record.headers))
     if cursor != end:
         raise CorruptRecordError(
             f"{end - cursor} trailing bytes after the last of {header.record_count} records of the batch at"
             f" position {pos}"
         )
+    if header.log_append_time:  # every record carries the broker's stamp, whatever its delta says
+        timestamps = [header.max_timestamp] * len(offsets)
+    headers: list[tuple[tuple[str, bytes | None], ...]] = [()] * len(offsets)
+    for index, record_headers in with_headers:
+        headers[index] = record_headers
     return RecordColumns(offsets, timestamps, keys, values, headers)
 
 
