@@ -296,3 +296,64 @@ def test_roll_by_time_survives_reopen(tmp_path: Path) -> None:
     append(log, make_batch(1, timestamp=1_101))  # measured from the first batch, read back on reopen
     assert log.segment_count == 2
     log.close()
+
+
+def test_close_leaves_marker_and_recovery_point_open_removes_the_marker(tmp_path: Path) -> None:
+    directory = tmp_path / "t-0"
+    log = PartitionLog.open(directory, CONFIG)
+    fill(log, 100)
+    end = log.log_end_offset
+    log.close()
+    assert (directory / "clean-shutdown").exists()
+    assert (directory / "recovery-point").read_text() == f"{end}\n"
+    log = PartitionLog.open(directory, CONFIG)
+    assert not (directory / "clean-shutdown").exists()  # a crash from here on must not look clean
+    log.close()
+
+
+async def test_a_roll_flushes_the_rolled_segment_then_moves_the_recovery_point(tmp_path: Path) -> None:
+    directory = tmp_path / "t-0"
+    ops = FailingOps()
+    log = PartitionLog.open(directory, CONFIG, file_ops=ops)
+    fsyncs_after_open = ops.fsyncs
+    while log.segment_count == 1:
+        fill(log, 1)
+    rolled_at = log.log_end_offset - 1  # the batch that rolled is the only one in the new segment
+    for _ in range(200):
+        if (directory / "recovery-point").read_text() == f"{rolled_at}\n":
+            break
+        await asyncio.sleep(0.01)
+    assert (directory / "recovery-point").read_text() == f"{rolled_at}\n"
+    assert ops.fsyncs - fsyncs_after_open >= 4  # .log, .index, .timeindex of the rolled segment, then the temp file
+    log.close()
+
+
+def test_unclean_open_checks_every_batch_at_or_above_the_recovery_point(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A hole before the last index entry of an unflushed segment is found: the index is no proof after power loss."""
+    directory = tmp_path / "t-0"
+    log = PartitionLog.open(directory, CONFIG)
+    fill(log, 300)
+    log.close()
+    logs = segment_files(directory, ".log")
+    damaged = logs[-2]
+    index = damaged.with_suffix(".index").read_bytes()
+    assert len(index) >= 16
+    hole_at = struct.unpack(">ii", index[-8:])[1] - 10  # inside the batch before the last index entry
+    data = bytearray(damaged.read_bytes())
+    data[hole_at : hole_at + 5] = bytes(5)
+    damaged.write_bytes(data)
+
+    (directory / "recovery-point").write_text(f"{int(damaged.stem)}\n")  # this segment and the next never flushed
+    (directory / "clean-shutdown").unlink()
+    caplog.set_level(logging.WARNING, logger="kafkalite.storage")
+    log = PartitionLog.open(directory, CONFIG)
+    kept = read_batches(damaged.read_bytes())
+    assert log.log_end_offset == kept[-1][1].last_offset + 1
+    assert kept[-1][0] + kept[-1][1].size <= hole_at
+    assert log.segment_count == len(logs) - 1  # the segment after the cut is gone
+    assert "recovery cut" in caplog.text
+    assert "deleting every later segment" in caplog.text
+    assert (directory / "recovery-point").read_text() == f"{log.log_end_offset}\n"
+    log.close()

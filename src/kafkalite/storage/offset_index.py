@@ -42,7 +42,7 @@ class OffsetIndex:
         return self.base_offset + relative, position
 
     def last_entry(self) -> tuple[int, int] | None:
-        return self.entry(len(self) - 1) if self.entries else None
+        return self.entry(len(self) - 1) if len(self) else None  # whole entries: a torn file is rebuilt, not read
 
     def lookup(self, offset: int) -> int:
         """Position of the last entry whose offset is <= `offset`; 0 (the segment start) when there is none."""

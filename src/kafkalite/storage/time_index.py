@@ -41,8 +41,12 @@ class TimeIndex:
         return timestamp, self.base_offset + relative
 
     def last_entry(self) -> tuple[int, int]:
-        """The last entry, or (NO_TIMESTAMP, base offset) when there is none (as Kafka answers)."""
-        return self.entry(len(self) - 1) if self.entries else (NO_TIMESTAMP, self.base_offset)
+        """The last entry, or (NO_TIMESTAMP, base offset) when there is none (as Kafka answers).
+
+        Counts whole entries only: a file torn inside its first entry must reach `problem()` (then a rebuild), not
+        crash here first.
+        """
+        return self.entry(len(self) - 1) if len(self) else (NO_TIMESTAMP, self.base_offset)
 
     def lookup(self, timestamp: int) -> int:
         """Offset of the last entry whose timestamp is <= `timestamp`; the base offset when there is none."""
