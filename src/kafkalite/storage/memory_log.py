@@ -3,7 +3,8 @@
 Same semantics as `PartitionLog`, segments included, so one test-suite runs over both engines: batches are grouped
 into segments that roll and expire by the same rules (`policy`), and a read returns whole batches from the one
 segment holding the offset. Each segment keeps its batches (immutable `bytes`, base offset already patched) in a list
-with a parallel sorted list of base offsets, so a lookup is two binary searches (segment, then batch).
+with a parallel sorted list of base offsets, so a lookup is two binary searches (segment, then batch). The offset
+bookkeeping of truncation, DeleteRecords and retention is `SegmentedLog`'s, shared with the file engine.
 
 Invariants: segment base offsets strictly increase; within a segment, batch base offsets strictly increase and are
 contiguous (each batch starts at the previous one's last offset + 1); the last segment is the active one and ends at
@@ -18,7 +19,8 @@ from collections.abc import Callable
 from kafkalite.errors import ClosedError, OffsetOutOfRangeError
 from kafkalite.protocol.records import BatchHeader, iter_records, patch_base_offset
 from kafkalite.storage.base import LogConfig
-from kafkalite.storage.policy import DEFAULT_CONFIG, NO_TIMESTAMP, count_expired_segments, should_roll, wall_clock_ms
+from kafkalite.storage.policy import DEFAULT_CONFIG, NO_TIMESTAMP, should_roll, wall_clock_ms
+from kafkalite.storage.segmented_log import SegmentedLog
 
 
 class _MemorySegment:
@@ -61,8 +63,11 @@ class _MemorySegment:
         self.max_timestamp = max(self.max_timestamp, max_timestamp)
         self.last_modified_ms = now_ms
 
-    def drop_from(self, batch_index: int, now_ms: int) -> None:
-        """Forget the batches from `batch_index` on."""
+    def truncate_to(self, offset: int, now_ms: int) -> None:
+        """Forget the batches at and after `offset`, which must be the base offset of one of them."""
+        batch_index = bisect_left(self.base_offsets, offset)
+        if batch_index == len(self.base_offsets) or self.base_offsets[batch_index] != offset:
+            raise ValueError(f"offset {offset} is not a batch boundary")
         del self.batches[batch_index:], self.base_offsets[batch_index:], self.max_timestamps[batch_index:]
         self.size_bytes = sum(len(batch) for batch in self.batches)
         self.max_timestamp = max(self.max_timestamps, default=NO_TIMESTAMP)
@@ -70,7 +75,7 @@ class _MemorySegment:
             self.created_ms = now_ms
 
 
-class MemoryLog:
+class MemoryLog(SegmentedLog[_MemorySegment]):
     """A partition log held in memory; see the module docstring."""
 
     def __init__(
@@ -84,22 +89,6 @@ class MemoryLog:
         self._log_end = start_offset
         self._closed = False
 
-    @property
-    def log_start_offset(self) -> int:
-        return self._log_start
-
-    @property
-    def log_end_offset(self) -> int:
-        return self._log_end
-
-    @property
-    def size_bytes(self) -> int:
-        return sum(segment.size_bytes for segment in self._segments)
-
-    @property
-    def segment_count(self) -> int:
-        return len(self._segments)
-
     def append(self, batch: bytearray, header: BatchHeader) -> tuple[int, int]:
         self._check_open()
         base = self._log_end
@@ -108,10 +97,7 @@ class MemoryLog:
         active = self._segments[-1]
         if should_roll(
             self.config,
-            segment_size=active.size_bytes,
-            segment_base_offset=active.base_offset,
-            first_batch_max_timestamp=active.first_batch_max_timestamp,
-            created_ms=active.created_ms,
+            active,
             batch_size=len(batch),
             batch_max_timestamp=header.max_timestamp,
             batch_last_offset=last,
@@ -155,51 +141,13 @@ class MemoryLog:
     async def sync(self) -> None:
         self._check_open()
 
-    def truncate_to(self, offset: int) -> None:
-        self._check_open()
-        if offset >= self._log_end:
-            return
-        now_ms = self._clock()
-        if offset < self._segments[0].base_offset:
-            self._segments = [_MemorySegment(offset, now_ms)]
-            self._segment_bases = [offset]
-            self._log_start = self._log_end = offset
-            return
-        segment_index = bisect_right(self._segment_bases, offset) - 1
-        segment = self._segments[segment_index]
-        batch_index = bisect_left(segment.base_offsets, offset)
-        if batch_index == len(segment.base_offsets) or segment.base_offsets[batch_index] != offset:
-            raise ValueError(f"offset {offset} is not a batch boundary")
-        del self._segments[segment_index + 1 :], self._segment_bases[segment_index + 1 :]
-        segment.drop_from(batch_index, now_ms)
-        self._log_end = offset
-        self._log_start = min(self._log_start, offset)
-
-    def delete_records_before(self, offset: int) -> None:
-        self._check_open()
-        if offset > self._log_end:
-            raise OffsetOutOfRangeError(offset, self._log_start, self._log_end)
-        if offset <= self._log_start:
-            return
-        self._log_start = offset
-        self._drop_oldest(bisect_right(self._segment_bases, offset) - 1)
-
-    def apply_retention(self, now_ms: int) -> int:
-        self._check_open()
-        expired = count_expired_segments(self.config, self._segments, now_ms)
-        self._drop_oldest(expired)
-        return expired
-
     def close(self) -> None:
         self._closed = True
         self._segments = []
         self._segment_bases = []
 
-    def _drop_oldest(self, count: int) -> None:
-        if count <= 0:
-            return
-        del self._segments[:count], self._segment_bases[:count]
-        self._log_start = max(self._log_start, self._segment_bases[0])
+    def _new_segment(self, base_offset: int, now_ms: int) -> _MemorySegment:
+        return _MemorySegment(base_offset, now_ms)
 
     def _check_readable(self, offset: int) -> None:
         if offset < self._log_start or offset > self._log_end:

@@ -20,6 +20,8 @@ Invariants: segment base offsets strictly increase and each segment ends where t
 the active one (appends go there) and ends at `log_end_offset`; `_segment_bases` mirrors the segments for bisect, so
 a read costs a bisect over segments, a binary search of that segment's offset index, and a forward scan of at most
 `index_interval_bytes` of batch headers.
+How truncation, DeleteRecords and retention move the offsets is `SegmentedLog`'s rule, shared with `MemoryLog`;
+this engine adds the files (deleting segments, `log-start-offset`, lowering `recovery-point` before a cut).
 
 Durability (group commit): `append` writes to the page cache and bumps `_write_sequence`. `sync()` waits until a
 completed fsync round covers the caller's sequence: a round snapshots the sequence and the segments written since the
@@ -60,8 +62,9 @@ from kafkalite.protocol.records import BatchHeader, patch_base_offset
 from kafkalite.storage.atomic_file import read_file
 from kafkalite.storage.base import LogConfig
 from kafkalite.storage.file_ops import FileOps, replace_atomically
-from kafkalite.storage.policy import DEFAULT_CONFIG, count_expired_segments, should_roll, wall_clock_ms
+from kafkalite.storage.policy import DEFAULT_CONFIG, should_roll, wall_clock_ms
 from kafkalite.storage.segment import LOG_SUFFIX, Segment, storage_error
+from kafkalite.storage.segmented_log import SegmentedLog
 
 LOG_START_CHECKPOINT = "log-start-offset"
 RECOVERY_POINT_CHECKPOINT = "recovery-point"
@@ -71,7 +74,7 @@ _SEGMENT_NAME_DIGITS = 20
 logger = logging.getLogger("kafkalite.storage")
 
 
-class PartitionLog:
+class PartitionLog(SegmentedLog[Segment]):
     """A partition's segments on disk; build one with `PartitionLog.open`. See the module docstring."""
 
     def __init__(
@@ -217,22 +220,6 @@ class PartitionLog:
 
     # --- the Log interface ------------------------------------------------------------------------------------
 
-    @property
-    def log_start_offset(self) -> int:
-        return self._log_start
-
-    @property
-    def log_end_offset(self) -> int:
-        return self._log_end
-
-    @property
-    def size_bytes(self) -> int:
-        return sum(segment.size for segment in self._segments)
-
-    @property
-    def segment_count(self) -> int:
-        return len(self._segments)
-
     def append(self, batch: bytearray, header: BatchHeader) -> tuple[int, int]:
         self._check_open()
         base = self._log_end
@@ -241,10 +228,7 @@ class PartitionLog:
         active = self._segments[-1]
         if should_roll(
             self.config,
-            segment_size=active.size,
-            segment_base_offset=active.base_offset,
-            first_batch_max_timestamp=active.first_batch_max_timestamp,
-            created_ms=active.created_ms,
+            active,
             batch_size=len(batch),
             batch_max_timestamp=header.max_timestamp,
             batch_last_offset=last,
@@ -287,46 +271,6 @@ class PartitionLog:
                 self._sync_round = asyncio.get_running_loop().create_task(self._run_sync_round())
             await asyncio.shield(self._sync_round)
 
-    def truncate_to(self, offset: int) -> None:
-        self._check_open()
-        if offset >= self._log_end:
-            return
-        now_ms = self._clock()
-        self._lower_recovery_point(offset)
-        # Segments ending at or below `offset` stay rolled; the one holding it becomes active, later ones go.
-        self._rolled = [entry for entry in self._rolled if entry[1] <= offset]
-        if offset < self._segments[0].base_offset:
-            self._delete_segments(self._segments)
-            self._segments = [Segment.create(self.directory, offset, self._ops, now_ms)]
-            self._segment_bases = [offset]
-            self._log_start = self._log_end = offset
-            self._write_log_start_checkpoint()
-            return
-        holding = bisect_right(self._segment_bases, offset) - 1
-        self._segments[holding].truncate_to(offset, now_ms)
-        self._delete_segments(self._segments[holding + 1 :])
-        del self._segments[holding + 1 :], self._segment_bases[holding + 1 :]
-        self._log_end = offset
-        if offset < self._log_start:
-            self._log_start = offset
-            self._write_log_start_checkpoint()
-
-    def delete_records_before(self, offset: int) -> None:
-        self._check_open()
-        if offset > self._log_end:
-            raise OffsetOutOfRangeError(offset, self._log_start, self._log_end)
-        if offset <= self._log_start:
-            return
-        self._log_start = offset
-        self._write_log_start_checkpoint()
-        self._delete_oldest(bisect_right(self._segment_bases, offset) - 1)
-
-    def apply_retention(self, now_ms: int) -> int:
-        self._check_open()
-        expired = count_expired_segments(self.config, self._segments, now_ms)
-        self._delete_oldest(expired)
-        return expired
-
     def close(self) -> None:
         if self._closed:
             return
@@ -362,12 +306,15 @@ class PartitionLog:
         self._start_checkpoint()
         return segment
 
-    def _delete_oldest(self, count: int) -> None:
-        if count <= 0:
-            return
-        self._delete_segments(self._segments[:count])
-        del self._segments[:count], self._segment_bases[:count]
-        self._log_start = max(self._log_start, self._segment_bases[0])
+    # --- SegmentedLog hooks -----------------------------------------------------------------------------------
+
+    def _new_segment(self, base_offset: int, now_ms: int) -> Segment:
+        return Segment.create(self.directory, base_offset, self._ops, now_ms)
+
+    def _before_truncate(self, offset: int) -> None:
+        self._lower_recovery_point(offset)
+        # Segments ending at or below `offset` stay rolled; the one holding it becomes active, later ones go.
+        self._rolled = [entry for entry in self._rolled if entry[1] <= offset]
 
     def _delete_segments(self, segments: list[Segment]) -> None:
         deleted = {id(segment) for segment in segments}
@@ -379,7 +326,8 @@ class PartitionLog:
             self._directory_unsynced = True
             self._write_sequence += 1
 
-    def _write_log_start_checkpoint(self) -> None:
+    def _log_start_moved(self) -> None:
+        """Persist the log start in `log-start-offset`."""
         path = self.directory / LOG_START_CHECKPOINT
         try:
             replace_atomically(self._ops, path, b"%d\n" % self._log_start, fsync=self._fsync)

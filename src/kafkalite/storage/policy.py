@@ -41,28 +41,42 @@ class SegmentStats(Protocol):
         ...
 
 
+class ActiveSegmentStats(SegmentStats, Protocol):
+    """What rolling needs to know about the active segment (and retention about any segment)."""
+
+    @property
+    def base_offset(self) -> int: ...
+
+    @property
+    def first_batch_max_timestamp(self) -> int:
+        """Max timestamp of the segment's first batch, or NO_TIMESTAMP when it is empty or carries none."""
+        ...
+
+    @property
+    def created_ms(self) -> int: ...
+
+
 def should_roll(
     config: LogConfig,
+    active: ActiveSegmentStats,
     *,
-    segment_size: int,
-    segment_base_offset: int,
-    first_batch_max_timestamp: int,
-    created_ms: int,
     batch_size: int,
     batch_max_timestamp: int,
     batch_last_offset: int,
     now_ms: int,
 ) -> bool:
-    """True when the batch about to be appended belongs in a new segment."""
+    """True when the batch about to be appended belongs in a new segment rather than in `active`."""
+    segment_size = active.size_bytes
     if segment_size == 0:
         return False
     if segment_size > config.segment_bytes - batch_size or segment_size > INT32_MAX - batch_size:
         return True
-    if batch_last_offset - segment_base_offset > INT32_MAX:
+    if batch_last_offset - active.base_offset > INT32_MAX:
         return True
+    first_batch_max_timestamp = active.first_batch_max_timestamp
     if first_batch_max_timestamp >= 0:
         return batch_max_timestamp - first_batch_max_timestamp > config.segment_ms
-    return now_ms - created_ms > config.segment_ms
+    return now_ms - active.created_ms > config.segment_ms
 
 
 def count_expired_segments(config: LogConfig, segments: Sequence[SegmentStats], now_ms: int) -> int:

@@ -1,0 +1,122 @@
+"""`SegmentedLog`: the offset bookkeeping both engines share (`PartitionLog` on files, `MemoryLog` in memory).
+
+An engine is a list of segments (`_segments`, with `_segment_bases` mirroring their base offsets for bisect) and a
+log start and end offset. How those move when the log is cut (`truncate_to`), records are deleted
+(`delete_records_before`) or old segments expire (`apply_retention`) is one rule, written here once; an engine adds
+what its storage needs through three hooks: `_delete_segments` (segments are leaving the list: delete their files),
+`_log_start_moved` (persist the new log start) and `_before_truncate` (the log is about to be cut).
+
+Invariants: segment base offsets strictly increase and each segment ends where the next begins; the last segment is
+the active one and ends at `log_end_offset`; deletion only ever removes a prefix of whole segments, never the active
+one, and moves the log start up to the first base offset left when it was below it.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Callable
+from typing import Generic, Protocol, TypeVar
+
+from kafkalite.errors import OffsetOutOfRangeError
+from kafkalite.storage.base import LogConfig
+from kafkalite.storage.policy import ActiveSegmentStats, count_expired_segments
+
+
+class LogSegment(ActiveSegmentStats, Protocol):
+    """What the shared bookkeeping needs of an engine's segment."""
+
+    def truncate_to(self, offset: int, now_ms: int) -> None:
+        """Drop the batches at and after `offset`, which must be the base offset of one of them (else ValueError)."""
+        ...
+
+
+SegmentT = TypeVar("SegmentT", bound=LogSegment)
+
+
+class SegmentedLog(Generic[SegmentT]):
+    """Base of both engines; see the module docstring. Subclasses set the attributes below in `__init__`."""
+
+    config: LogConfig
+    _clock: Callable[[], int]
+    _segments: list[SegmentT]
+    _segment_bases: list[int]
+    _log_start: int
+    _log_end: int
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._log_end
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(segment.size_bytes for segment in self._segments)
+
+    @property
+    def segment_count(self) -> int:
+        return len(self._segments)
+
+    def truncate_to(self, offset: int) -> None:
+        self._check_open()
+        if offset >= self._log_end:
+            return
+        now_ms = self._clock()
+        self._before_truncate(offset)
+        if offset < self._segments[0].base_offset:
+            self._delete_segments(self._segments)
+            self._segments = [self._new_segment(offset, now_ms)]
+            self._segment_bases = [offset]
+            self._log_start = self._log_end = offset
+            self._log_start_moved()
+            return
+        holding = bisect_right(self._segment_bases, offset) - 1
+        self._segments[holding].truncate_to(offset, now_ms)
+        self._delete_segments(self._segments[holding + 1 :])
+        del self._segments[holding + 1 :], self._segment_bases[holding + 1 :]
+        self._log_end = offset
+        if offset < self._log_start:
+            self._log_start = offset
+            self._log_start_moved()
+
+    def delete_records_before(self, offset: int) -> None:
+        self._check_open()
+        if offset > self._log_end:
+            raise OffsetOutOfRangeError(offset, self._log_start, self._log_end)
+        if offset <= self._log_start:
+            return
+        self._log_start = offset
+        self._log_start_moved()
+        self._delete_oldest(bisect_right(self._segment_bases, offset) - 1)
+
+    def apply_retention(self, now_ms: int) -> int:
+        self._check_open()
+        expired = count_expired_segments(self.config, self._segments, now_ms)
+        self._delete_oldest(expired)
+        return expired
+
+    def _delete_oldest(self, count: int) -> None:
+        if count <= 0:
+            return
+        self._delete_segments(self._segments[:count])
+        del self._segments[:count], self._segment_bases[:count]
+        self._log_start = max(self._log_start, self._segment_bases[0])
+
+    # --- what each engine supplies ----------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        raise NotImplementedError
+
+    def _new_segment(self, base_offset: int, now_ms: int) -> SegmentT:
+        raise NotImplementedError
+
+    def _delete_segments(self, segments: list[SegmentT]) -> None:
+        """`segments` are about to leave the list (the list itself is the caller's to edit)."""
+
+    def _log_start_moved(self) -> None:
+        """`_log_start` has just changed by `truncate_to` or `delete_records_before` (not by retention)."""
+
+    def _before_truncate(self, offset: int) -> None:
+        """The log is about to be cut at `offset` (which is below the log end)."""
