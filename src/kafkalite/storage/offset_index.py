@@ -8,33 +8,25 @@ first batch of a segment never gets one).
 Invariant: entries are strictly increasing in both fields, so a lookup is a binary search for the last entry whose
 offset is <= the target, followed by a forward scan of at most `index_interval_bytes` in the log.
 
-The entries live in a `bytearray` that mirrors the file byte for byte (the segment writes each new entry through to
-the file), so the file never carries Kafka's preallocated zero tail; memory cost is 8 bytes per 4 KiB of log.
+The entries live in a `bytearray` that mirrors the file byte for byte (`FixedWidthIndex`, shared with the time
+index), so the file never carries Kafka's preallocated zero tail; memory cost is 8 bytes per 4 KiB of log.
 """
 
 from __future__ import annotations
 
 import struct
 
+from kafkalite.storage.fixed_width_index import FixedWidthIndex
+
 ENTRY = struct.Struct(">ii")
 ENTRY_SIZE = ENTRY.size
 
 
-class OffsetIndex:
+class OffsetIndex(FixedWidthIndex):
     """The entries of one segment's `.index`; see the module docstring."""
 
-    __slots__ = ("base_offset", "entries")
-
-    def __init__(self, base_offset: int, entries: bytes | bytearray = b"") -> None:
-        self.base_offset = base_offset
-        self.entries = bytearray(entries)
-
-    def __len__(self) -> int:
-        return len(self.entries) // ENTRY_SIZE
-
-    @property
-    def size_bytes(self) -> int:
-        return len(self.entries)
+    __slots__ = ()
+    ENTRY = ENTRY
 
     def entry(self, n: int) -> tuple[int, int]:
         """The n-th entry as (absolute offset, position)."""
@@ -46,34 +38,21 @@ class OffsetIndex:
 
     def lookup(self, offset: int) -> int:
         """Position of the last entry whose offset is <= `offset`; 0 (the segment start) when there is none."""
-        relative = offset - self.base_offset
-        low, high = 0, len(self)
-        while low < high:
-            middle = (low + high) // 2
-            if ENTRY.unpack_from(self.entries, middle * ENTRY_SIZE)[0] <= relative:
-                low = middle + 1
-            else:
-                high = middle
-        return 0 if low == 0 else int(ENTRY.unpack_from(self.entries, (low - 1) * ENTRY_SIZE)[1])
+        found = self._count_keys_at_most(offset - self.base_offset)
+        return 0 if found == 0 else self.entry(found - 1)[1]
 
     def encode_entry(self, offset: int, position: int) -> bytes:
         """The bytes of a new last entry; `append` adds them once they are on disk."""
         return ENTRY.pack(offset - self.base_offset, position)
 
-    def append(self, encoded_entry: bytes) -> None:
-        self.entries += encoded_entry
-
     def truncate_to_position(self, position: int) -> None:
         """Drop the entries pointing at `position` or beyond (the log is being cut there)."""
-        keep = len(self)
-        while keep > 0 and self.entry(keep - 1)[1] >= position:
-            keep -= 1
-        del self.entries[keep * ENTRY_SIZE :]
+        self._drop_tail_from(1, position)
 
     def problem(self, log_size: int) -> str | None:
         """Why these entries cannot index a log of `log_size` bytes, or None when they are sane."""
-        if len(self.entries) % ENTRY_SIZE:
-            return f"size {len(self.entries)} is not a multiple of {ENTRY_SIZE}"
+        if (size_problem := self._size_problem()) is not None:
+            return size_problem
         previous_relative, previous_position = -1, -1
         for relative, position in ENTRY.iter_unpack(self.entries):
             if relative <= previous_relative or position <= previous_position:

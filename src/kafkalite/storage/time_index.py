@@ -7,33 +7,26 @@ segment stops being active (roll or close), but only when the timestamp grows (K
 
 Invariant: timestamps strictly increase and offsets never decrease, so every batch before the one holding o has a
 max timestamp <= T; a search for the first record at or after a target timestamp starts from the last entry whose
-timestamp is <= the target.
+timestamp is <= the target. The entries mirror the file in a `bytearray` (`FixedWidthIndex`, shared with the offset
+index).
 """
 
 from __future__ import annotations
 
 import struct
 
+from kafkalite.storage.fixed_width_index import FixedWidthIndex
+
 ENTRY = struct.Struct(">qi")
 ENTRY_SIZE = ENTRY.size
 NO_TIMESTAMP = -1
 
 
-class TimeIndex:
+class TimeIndex(FixedWidthIndex):
     """The entries of one segment's `.timeindex`; see the module docstring."""
 
-    __slots__ = ("base_offset", "entries")
-
-    def __init__(self, base_offset: int, entries: bytes | bytearray = b"") -> None:
-        self.base_offset = base_offset
-        self.entries = bytearray(entries)
-
-    def __len__(self) -> int:
-        return len(self.entries) // ENTRY_SIZE
-
-    @property
-    def size_bytes(self) -> int:
-        return len(self.entries)
+    __slots__ = ()
+    ENTRY = ENTRY
 
     def entry(self, n: int) -> tuple[int, int]:
         """The n-th entry as (timestamp, absolute offset)."""
@@ -50,14 +43,8 @@ class TimeIndex:
 
     def lookup(self, timestamp: int) -> int:
         """Offset of the last entry whose timestamp is <= `timestamp`; the base offset when there is none."""
-        low, high = 0, len(self)
-        while low < high:
-            middle = (low + high) // 2
-            if ENTRY.unpack_from(self.entries, middle * ENTRY_SIZE)[0] <= timestamp:
-                low = middle + 1
-            else:
-                high = middle
-        return self.base_offset if low == 0 else self.entry(low - 1)[1]
+        found = self._count_keys_at_most(timestamp)
+        return self.base_offset if found == 0 else self.entry(found - 1)[1]
 
     def encode_entry_if_newer(self, timestamp: int, offset: int) -> bytes | None:
         """The bytes of a new last entry when `timestamp` is larger than the last one, else None."""
@@ -65,20 +52,14 @@ class TimeIndex:
             return None
         return ENTRY.pack(timestamp, offset - self.base_offset)
 
-    def append(self, encoded_entry: bytes) -> None:
-        self.entries += encoded_entry
-
     def truncate_to_offset(self, offset: int) -> None:
         """Drop the entries whose offset is `offset` or beyond (the log is being cut there)."""
-        keep = len(self)
-        while keep > 0 and self.entry(keep - 1)[1] >= offset:
-            keep -= 1
-        del self.entries[keep * ENTRY_SIZE :]
+        self._drop_tail_from(1, offset - self.base_offset)
 
     def problem(self) -> str | None:
         """Why these entries are not a valid time index, or None when they are sane."""
-        if len(self.entries) % ENTRY_SIZE:
-            return f"size {len(self.entries)} is not a multiple of {ENTRY_SIZE}"
+        if (size_problem := self._size_problem()) is not None:
+            return size_problem
         previous_timestamp, previous_relative = NO_TIMESTAMP, 0
         for timestamp, relative in ENTRY.iter_unpack(self.entries):
             if timestamp <= previous_timestamp or relative < previous_relative:
