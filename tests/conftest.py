@@ -1,4 +1,5 @@
-"""Fixtures: `broker` (started, of the parametrised engine) and `make_broker` (open more, e.g. to restart)."""
+"""Fixtures shared by `tests/broker` and `tests/client`: `broker` (started, of the parametrised engine) and
+`make_broker` (open more, e.g. to restart). `tests/server` and `tests/storage` define their own `broker`/`engine`."""
 
 from __future__ import annotations
 
@@ -8,8 +9,7 @@ from pathlib import Path
 import pytest
 
 import kafkalite
-
-from .harness import ENGINES, BrokerFactory
+from broker.harness import ENGINES, BrokerFactory
 
 
 @pytest.fixture(params=ENGINES)
