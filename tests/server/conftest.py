@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 import pytest
+from groups_wire import SETTINGS
 from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
@@ -130,6 +131,6 @@ async def raw(connect: Connect) -> RawClient:
 
 @pytest.fixture
 def threaded() -> Iterator[ThreadedServer]:
-    """An in-memory broker served from a background thread, for synchronous clients."""
-    with run_in_thread(data_dir=None) as s:
+    """An in-memory broker served from a background thread, for synchronous clients (and groups that rebalance fast)."""
+    with run_in_thread(data_dir=None, **SETTINGS) as s:
         yield s

@@ -4,26 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
+from groups_wire import SETTINGS, WAIT_S, balanced
 
 from kafkalite.server import ThreadedServer, run_in_thread
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
-
-WAIT_S = 30.0
-SETTINGS: dict[str, Any] = {"group_min_session_timeout_ms": 100, "fsync": False}
-
-
-@pytest.fixture
-def server() -> Iterator[ThreadedServer]:
-    with run_in_thread(data_dir=None, **SETTINGS) as s:
-        yield s
 
 
 def consumer(server: ThreadedServer, group: str, **config: Any) -> AIOKafkaConsumer:
@@ -61,16 +53,6 @@ async def wait_until(done: Callable[[], bool], what: str) -> None:
         await asyncio.sleep(0.05)
 
 
-def balanced(consumers: list[AIOKafkaConsumer], partitions: int) -> Callable[[], bool]:
-    """Every consumer owns at least one partition; together they own each partition exactly once."""
-
-    def check() -> bool:
-        owned = [{tp.partition for tp in c.assignment()} for c in consumers]
-        return all(owned) and sum(map(len, owned)) == partitions and set().union(*owned) == set(range(partitions))
-
-    return check
-
-
 async def consume(c: AIOKafkaConsumer, count: int) -> list[Any]:
     received: list[Any] = []
     deadline = time.monotonic() + WAIT_S
@@ -94,18 +76,18 @@ async def listed(admin: AIOKafkaAdminClient) -> set[str]:
 
 
 @pytest.fixture
-async def admin(server: ThreadedServer) -> AsyncIterator[AIOKafkaAdminClient]:
-    client = AIOKafkaAdminClient(bootstrap_servers=server.bootstrap)
+async def admin(threaded: ThreadedServer) -> AsyncIterator[AIOKafkaAdminClient]:
+    client = AIOKafkaAdminClient(bootstrap_servers=threaded.bootstrap)
     await client.start()
     yield client
     await client.close()
 
 
 async def test_three_consumers_share_then_rebalance_and_admin_sees_it(
-    server: ThreadedServer, admin: AIOKafkaAdminClient
+    threaded: ThreadedServer, admin: AIOKafkaAdminClient
 ) -> None:
-    server.call(server.broker.create_topic("shared", 6))
-    consumers = [consumer(server, "aio-share", client_id=f"aio-{i}") for i in range(3)]
+    threaded.call(threaded.broker.create_topic("shared", 6))
+    consumers = [consumer(threaded, "aio-share", client_id=f"aio-{i}") for i in range(3)]
     try:
         for c in consumers:
             c.subscribe(["shared"])
@@ -127,9 +109,9 @@ async def test_three_consumers_share_then_rebalance_and_admin_sees_it(
     assert (await describe(admin, "aio-share"))[0] == "Empty"
 
 
-async def test_commit_close_and_resume_from_committed(server: ThreadedServer) -> None:
-    await produce(server, "resume", 1, 20)
-    first = consumer(server, "aio-resume")
+async def test_commit_close_and_resume_from_committed(threaded: ThreadedServer) -> None:
+    await produce(threaded, "resume", 1, 20)
+    first = consumer(threaded, "aio-resume")
     started = time.monotonic()
     first.subscribe(["resume"])
     await first.start()
@@ -140,7 +122,7 @@ async def test_commit_close_and_resume_from_committed(server: ThreadedServer) ->
     await first.commit()
     await first.stop()
 
-    second = consumer(server, "aio-resume")
+    second = consumer(threaded, "aio-resume")
     second.subscribe(["resume"])
     await second.start()
     try:

@@ -3,26 +3,18 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, ConsumerGroupState, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
+from groups_wire import SETTINGS, WAIT_S, balanced
 
 from kafkalite.server import ThreadedServer, run_in_thread
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
-
-WAIT_S = 30.0
-SETTINGS: dict[str, Any] = {"group_min_session_timeout_ms": 100, "fsync": False}
-
-
-@pytest.fixture
-def server() -> Iterator[ThreadedServer]:
-    with run_in_thread(data_dir=None, **SETTINGS) as s:
-        yield s
 
 
 def consumer(server: ThreadedServer, group: str, **config: Any) -> Consumer:
@@ -59,16 +51,6 @@ def poll_until(consumers: list[Consumer], done: Callable[[], bool], what: str) -
             c.poll(0.05)
 
 
-def balanced(consumers: list[Consumer], partitions: int) -> Callable[[], bool]:
-    """Every consumer owns at least one partition; together they own each partition exactly once."""
-
-    def check() -> bool:
-        owned = [{tp.partition for tp in c.assignment()} for c in consumers]
-        return all(owned) and sum(map(len, owned)) == partitions and set().union(*owned) == set(range(partitions))
-
-    return check
-
-
 def describe(admin: AdminClient, group: str) -> Any:
     return admin.describe_consumer_groups([group], request_timeout=10)[group].result(WAIT_S)
 
@@ -77,10 +59,10 @@ def listed(admin: AdminClient) -> dict[str, Any]:
     return {g.group_id: g.state for g in admin.list_consumer_groups(request_timeout=10).result(WAIT_S).valid}
 
 
-def test_three_consumers_share_then_rebalance_and_admin_sees_it(server: ThreadedServer) -> None:
-    server.call(server.broker.create_topic("shared", 6))
-    admin = AdminClient({"bootstrap.servers": server.bootstrap})
-    consumers = [consumer(server, "cf-share", **{"client.id": f"cf-{i}"}) for i in range(3)]
+def test_three_consumers_share_then_rebalance_and_admin_sees_it(threaded: ThreadedServer) -> None:
+    threaded.call(threaded.broker.create_topic("shared", 6))
+    admin = AdminClient({"bootstrap.servers": threaded.bootstrap})
+    consumers = [consumer(threaded, "cf-share", **{"client.id": f"cf-{i}"}) for i in range(3)]
     try:
         for c in consumers:
             c.subscribe(["shared"])
@@ -117,9 +99,9 @@ def consume(c: Consumer, count: int) -> list[Any]:
     return received
 
 
-def test_commit_close_and_resume_from_committed(server: ThreadedServer) -> None:
-    produce(server, "resume", 1, 20)
-    first = consumer(server, "cf-resume")
+def test_commit_close_and_resume_from_committed(threaded: ThreadedServer) -> None:
+    produce(threaded, "resume", 1, 20)
+    first = consumer(threaded, "cf-resume")
     started = time.monotonic()
     first.subscribe(["resume"])
     head = consume(first, 1)
@@ -129,7 +111,7 @@ def test_commit_close_and_resume_from_committed(server: ThreadedServer) -> None:
     first.commit(asynchronous=False)
     first.close()
 
-    second = consumer(server, "cf-resume")
+    second = consumer(threaded, "cf-resume")
     second.subscribe(["resume"])
     try:
         assert [m.offset() for m in consume(second, 12)] == list(range(8, 20))

@@ -3,25 +3,17 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from groups_wire import SETTINGS, WAIT_S, balanced
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 
 from kafkalite.server import ThreadedServer, run_in_thread
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
-
-WAIT_S = 30.0
-SETTINGS: dict[str, Any] = {"group_min_session_timeout_ms": 100, "fsync": False}
-
-
-@pytest.fixture
-def server() -> Iterator[ThreadedServer]:
-    with run_in_thread(data_dir=None, **SETTINGS) as s:
-        yield s
 
 
 def consumer(server: ThreadedServer, group: str, **config: Any) -> KafkaConsumer:
@@ -56,16 +48,6 @@ def poll_until(consumers: list[KafkaConsumer], done: Callable[[], bool], what: s
             c.poll(timeout_ms=50)
 
 
-def balanced(consumers: list[KafkaConsumer], partitions: int) -> Callable[[], bool]:
-    """Every consumer owns at least one partition; together they own each partition exactly once."""
-
-    def check() -> bool:
-        owned = [{tp.partition for tp in c.assignment()} for c in consumers]
-        return all(owned) and sum(map(len, owned)) == partitions and set().union(*owned) == set(range(partitions))
-
-    return check
-
-
 def consume(c: KafkaConsumer, count: int) -> list[Any]:
     received: list[Any] = []
     deadline = time.monotonic() + WAIT_S
@@ -84,10 +66,10 @@ def listed(admin: KafkaAdminClient) -> dict[str, Any]:
     return {g["group_id"]: g for g in admin.list_groups()}
 
 
-def test_three_consumers_share_then_rebalance_and_admin_sees_it(server: ThreadedServer) -> None:
-    server.call(server.broker.create_topic("shared", 6))
-    admin = KafkaAdminClient(bootstrap_servers=server.bootstrap)
-    consumers = [consumer(server, "kp-share", client_id=f"kp-{i}") for i in range(3)]
+def test_three_consumers_share_then_rebalance_and_admin_sees_it(threaded: ThreadedServer) -> None:
+    threaded.call(threaded.broker.create_topic("shared", 6))
+    admin = KafkaAdminClient(bootstrap_servers=threaded.bootstrap)
+    consumers = [consumer(threaded, "kp-share", client_id=f"kp-{i}") for i in range(3)]
     try:
         for c in consumers:
             # A leader without the topic's metadata assigns nothing and waits for a metadata refresh to rejoin.
@@ -120,9 +102,9 @@ def test_three_consumers_share_then_rebalance_and_admin_sees_it(server: Threaded
     admin.close()
 
 
-def test_commit_close_and_resume_from_committed(server: ThreadedServer) -> None:
-    produce(server, "resume", 1, 20)
-    first = consumer(server, "kp-resume")
+def test_commit_close_and_resume_from_committed(threaded: ThreadedServer) -> None:
+    produce(threaded, "resume", 1, 20)
+    first = consumer(threaded, "kp-resume")
     started = time.monotonic()
     first.subscribe(["resume"])
     head = consume(first, 1)
@@ -132,7 +114,7 @@ def test_commit_close_and_resume_from_committed(server: ThreadedServer) -> None:
     first.commit()
     first.close()
 
-    second = consumer(server, "kp-resume")
+    second = consumer(threaded, "kp-resume")
     second.subscribe(["resume"])
     try:
         assert [m.offset for m in consume(second, 12)] == list(range(8, 20))

@@ -6,13 +6,14 @@ import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
+from groups_wire import WAIT_S
 
 from kafkalite.groups import GroupDescription, decode_assignment
-from kafkalite.server import ThreadedServer, run_in_thread
+from kafkalite.server import ThreadedServer
 
 pytestmark = [
     pytest.mark.interop,
@@ -20,15 +21,8 @@ pytestmark = [
     pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat is not installed (apt-get install kcat)"),
 ]
 
-WAIT_S = 30.0
 GROUP = "kcat-group"
 TOPIC = "kcat-shared"
-
-
-@pytest.fixture
-def server() -> Iterator[ThreadedServer]:
-    with run_in_thread(data_dir=None, group_min_session_timeout_ms=100, fsync=False) as s:
-        yield s
 
 
 class BalancedKcat:
@@ -103,18 +97,18 @@ def wait_until(done: Callable[[], Any], what: str, *processes: BalancedKcat) -> 
         time.sleep(0.05)
 
 
-def test_balanced_consumers_share_rebalance_commit_and_resume(server: ThreadedServer) -> None:
-    server.call(server.broker.create_topic(TOPIC, 6))
-    produce(server, 0)
+def test_balanced_consumers_share_rebalance_commit_and_resume(threaded: ThreadedServer) -> None:
+    threaded.call(threaded.broker.create_topic(TOPIC, 6))
+    produce(threaded, 0)
     started = time.monotonic()
-    a = BalancedKcat(server, "kcat-a")
-    b = BalancedKcat(server, "kcat-b")
+    a = BalancedKcat(threaded, "kcat-a")
+    b = BalancedKcat(threaded, "kcat-b")
     try:
         wait_until(lambda: a.messages or b.messages, "the first message", a, b)
         print(f"\nkcat: start -> first message {time.monotonic() - started:.3f} s")
 
         def shared() -> bool:
-            described = group(server)
+            described = group(threaded)
             parts = owned(described)
             return (
                 described.state == "Stable"
@@ -124,23 +118,23 @@ def test_balanced_consumers_share_rebalance_commit_and_resume(server: ThreadedSe
             )
 
         wait_until(shared, "2 kcat consumers to share 6 partitions", a, b)
-        assert sorted(m.client_id for m in group(server).members) == ["kcat-a", "kcat-b"]
+        assert sorted(m.client_id for m in group(threaded).members) == ["kcat-a", "kcat-b"]
         wait_until(lambda: {m[2] for m in a.messages + b.messages} >= {f"r0-p{p}" for p in range(6)}, "round 0", a, b)
 
         a.stop()
-        wait_until(lambda: owned(group(server)) == [[*range(6)]], "kcat-b to own all 6 partitions", b)
-        produce(server, 1)
+        wait_until(lambda: owned(group(threaded)) == [[*range(6)]], "kcat-b to own all 6 partitions", b)
+        produce(threaded, 1)
         wait_until(lambda: {m[2] for m in b.messages} >= {f"r1-p{p}" for p in range(6)}, "round 1 at kcat-b", b)
     finally:
         a.stop()
         b.stop()
-    assert group(server).state == "Empty"
-    assert committed(server) == dict.fromkeys(range(6), 2)
+    assert group(threaded).state == "Empty"
+    assert committed(threaded) == dict.fromkeys(range(6), 2)
 
-    produce(server, 2)
+    produce(threaded, 2)
     resumed = subprocess.run(
         [
-            *("kcat", "-b", server.bootstrap, "-q", "-f", "%p %o %s\\n", "-c", "6"),
+            *("kcat", "-b", threaded.bootstrap, "-q", "-f", "%p %o %s\\n", "-c", "6"),
             *("-X", "auto.offset.reset=earliest", "-G", GROUP, TOPIC),
         ],
         capture_output=True,
