@@ -1,13 +1,8 @@
 """The broker: topic registry, routing of produce/fetch to partitions, lifecycle, and what survives a restart.
 
-On disk (`data_dir`), beside Kafka-format partition directories `<topic>-<partition>/`::
-
-    meta.properties                  cluster.id and node.id, as Kafka writes them
-    _kafkalite/topics/<topic>.json   {"topic_id", "partitions", "config"}: written atomically (temp, fsync, rename)
-    _kafkalite/producer-ids          the next block of idempotent-producer ids (handed out 1,000 at a time)
-    <topic>-<n>.<id>-delete/         a deleted topic's partition, renamed first, removed in the background
-
-With `data_dir=None` every partition lives in memory and nothing is written anywhere.
+On disk (`data_dir`): Kafka-format partition directories `<topic>-<partition>/`, plus the small files of
+`metadata_store.MetadataStore` (cluster id, topic metadata, producer-id blocks). With `data_dir=None` every partition
+lives in memory and nothing is written anywhere.
 
 Lifecycle: `start()` loads topics, recovers every log, replays committed offsets and starts the retention task;
 `close()` stops it and closes every log. Produce with `acks=-1` returns after the partition's log is synced (when
@@ -17,10 +12,7 @@ the broker fsyncs); `acks=1` and `acks=0` after the bytes are written.
 from __future__ import annotations
 
 import asyncio
-import base64
-import json
 import logging
-import shutil
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -31,20 +23,21 @@ from typing import Any, Self
 from kafkalite.broker.config import BrokerConfig, TopicConfig
 from kafkalite.broker.dead_letter import DeadLetterQueue
 from kafkalite.broker.group_service import GroupService
+from kafkalite.broker.metadata_store import MetadataStore, new_cluster_id
 from kafkalite.broker.offsets import OFFSETS_TOPIC, OffsetManager
 from kafkalite.broker.partition import FetchData, Partition, ProduceResult
+from kafkalite.broker.producer_ids import ProducerIds
 from kafkalite.broker.topic import Topic, validate_topic_name
 from kafkalite.errors import (
     ClosedError,
     InvalidConfigError,
-    KafkaLiteError,
     OffsetOutOfRangeError,
     TopicExistsError,
     UnknownPartitionError,
     UnknownTopicError,
 )
 from kafkalite.groups import GroupConfig
-from kafkalite.storage import Log, MemoryLog, PartitionLog, read_file, write_atomically
+from kafkalite.storage import Log, MemoryLog, PartitionLog
 
 logger = logging.getLogger("kafkalite.broker")
 
@@ -52,8 +45,6 @@ LATEST = -1
 EARLIEST = -2
 MAX_TIMESTAMP = -3
 MAX_PARTITIONS = 100_000
-_PRODUCER_ID_BLOCK = 1000
-_META_DIR = "_kafkalite"
 
 
 class Broker:
@@ -74,9 +65,10 @@ class Broker:
         self._offsets: OffsetManager | None = None
         self._groups: GroupService | None = None
         self.dead_letters = DeadLetterQueue(self)
-        self._next_producer_id = 0
-        self._producer_id_limit = 0
-        self._transactional_ids: dict[str, tuple[int, int]] = {}
+        self._store = (
+            None if self.config.data_dir is None else MetadataStore(self.config.data_dir, fsync=self.config.fsync)
+        )
+        self._producer_ids = ProducerIds(None, self._save_producer_id_limit)
         self._retention_task: asyncio.Task[None] | None = None
         self._long_polls: set[asyncio.Future[None]] = set()
         self._interrupted = False
@@ -103,10 +95,10 @@ class Broker:
         if self._started:
             return
         began = time.perf_counter()
-        if self.data_dir is not None:
-            await asyncio.to_thread(self._load_from_disk)
+        if self._store is not None:
+            await asyncio.to_thread(self._load_from_disk, self._store)
         else:
-            self.cluster_id = _new_cluster_id()
+            self.cluster_id = new_cluster_id()
         if OFFSETS_TOPIC not in self.topics:
             await self._create_topic(OFFSETS_TOPIC, self.config.offsets_partitions, {}, internal=True)
         self._offsets = OffsetManager(self.topics[OFFSETS_TOPIC].partitions[0], fsync=self.config.fsync)
@@ -246,16 +238,8 @@ class Broker:
         del self._topics_by_id[topic.topic_id]
         for partition in topic.partitions:
             partition.log.close()
-        if self.data_dir is not None:
-            doomed = []
-            for partition in topic.partitions:
-                source = self.data_dir / f"{name}-{partition.index}"
-                target = self.data_dir / f"{name}-{partition.index}.{topic.topic_id.hex}-delete"
-                if source.exists():
-                    source.rename(target)
-                    doomed.append(target)
-            (self._meta_dir / "topics" / f"{name}.json").unlink(missing_ok=True)
-            await asyncio.to_thread(_remove_dirs, doomed)
+        if self._store is not None:
+            await asyncio.to_thread(self._store.delete_topic, name, topic.topic_id, len(topic.partitions))
 
     async def create_partitions(self, name: str, total_count: int, *, validate_only: bool = False) -> None:
         """Grow a topic to `total_count` partitions (Kafka never shrinks a topic)."""
@@ -381,44 +365,19 @@ class Broker:
     ) -> tuple[int, int]:
         """A (producer id, epoch) for an idempotent producer; a known id and epoch get the epoch bumped."""
         self._check_open()
-        if transactional_id:
-            known = self._transactional_ids.get(transactional_id)
-            if known is not None and known[1] < 32766:
-                self._transactional_ids[transactional_id] = (known[0], known[1] + 1)
-                return self._transactional_ids[transactional_id]
-        elif producer_id >= 0 and 0 <= producer_epoch < 32766:
-            return producer_id, producer_epoch + 1
-        new_id = await self._allocate_producer_id()
-        if transactional_id:
-            self._transactional_ids[transactional_id] = (new_id, 0)
-        return new_id, 0
-
-    async def _allocate_producer_id(self) -> int:
-        if self._next_producer_id >= self._producer_id_limit:
-            start = max(self._producer_id_limit, self._max_producer_id_in_logs() + 1)
-            self._producer_id_limit = start + _PRODUCER_ID_BLOCK
-            self._next_producer_id = start
-            if self.data_dir is not None:
-                path = self._meta_dir / "producer-ids"
-                await asyncio.to_thread(write_atomically, path, str(self._producer_id_limit).encode())
-        self._next_producer_id += 1
-        return self._next_producer_id - 1
-
-    def _max_producer_id_in_logs(self) -> int:
-        return max(
-            (p.producers.max_producer_id() for t in self.topics.values() for p in t.partitions),
-            default=-1,
+        highest_seen = max(
+            (p.producers.max_producer_id() for t in self.topics.values() for p in t.partitions), default=-1
         )
+        return await self._producer_ids.init_producer_id(transactional_id, producer_id, producer_epoch, highest_seen)
+
+    async def _save_producer_id_limit(self, limit: int) -> None:
+        if self._store is not None:
+            await asyncio.to_thread(self._store.save_producer_id_limit, limit)
 
     # --- persistence ------------------------------------------------------------------------------------------
 
-    @property
-    def _meta_dir(self) -> Path:
-        assert self.data_dir is not None
-        return self.data_dir / _META_DIR
-
     async def _save_topic(self, topic: Topic) -> None:
-        if self.data_dir is None:
+        if self._store is None:
             return
         document = {
             "name": topic.name,
@@ -427,51 +386,29 @@ class Broker:
             "internal": topic.is_internal,
             "config": topic.config.overrides(),
         }
-        path = self._meta_dir / "topics" / f"{topic.name}.json"
-        await asyncio.to_thread(
-            write_atomically, path, json.dumps(document, indent=1).encode(), fsync=self.config.fsync
-        )
+        await asyncio.to_thread(self._store.save_topic, document)
 
-    def _load_from_disk(self) -> None:
-        assert self.data_dir is not None
-        (self._meta_dir / "topics").mkdir(parents=True, exist_ok=True)
-        self.cluster_id = self._load_cluster_id()
-        for leftover in self.data_dir.glob("*-delete"):
-            logger.info("Removing the remains of a deleted topic: %s", leftover.name)
-            shutil.rmtree(leftover, ignore_errors=True)
-        limit = read_file(self._meta_dir / "producer-ids")
-        if limit is not None:
-            self._producer_id_limit = self._next_producer_id = int(limit.decode())
-        for path in sorted((self._meta_dir / "topics").glob("*.json")):
+    def _load_from_disk(self, store: MetadataStore) -> None:
+        """Runs in a worker thread at start: identity, producer-id block, every topic with its recovered logs."""
+        store.prepare()
+        self.cluster_id = store.cluster_id(self.node_id)
+        self._producer_ids = ProducerIds(store.producer_id_limit(), self._save_producer_id_limit)
+        for document in store.topic_documents():
             try:
-                self._load_topic(json.loads(read_file(path) or b"{}"))
-            except (ValueError, KeyError, KafkaLiteError) as exc:
-                logger.error("Skipping unreadable topic metadata %s: %s", path, exc)
+                self._load_topic(store.data_dir, document)
+            except (ValueError, KeyError, TypeError) as exc:
+                logger.error("Skipping topic %r with unreadable metadata: %s", document.get("name"), exc)
 
-    def _load_topic(self, document: dict[str, Any]) -> None:
-        assert self.data_dir is not None
+    def _load_topic(self, data_dir: Path, document: dict[str, Any]) -> None:
         name = document["name"]
         config = TopicConfig(document.get("config", {}), self.config.topic_defaults)
         topic = Topic(name, uuid.UUID(document["topic_id"]), config, [], is_internal=document.get("internal", False))
         log_config = config.log_config()
         for index in range(int(document["partitions"])):
-            log = PartitionLog.open(self.data_dir / f"{name}-{index}", log_config, fsync=self.config.fsync)
+            log = PartitionLog.open(data_dir / f"{name}-{index}", log_config, fsync=self.config.fsync)
             topic.partitions.append(Partition(name, index, log, config))
         self.topics[name] = topic
         self._topics_by_id[topic.topic_id] = topic
-
-    def _load_cluster_id(self) -> str:
-        assert self.data_dir is not None
-        path = self.data_dir / "meta.properties"
-        properties = read_file(path)
-        if properties is not None:
-            for line in properties.decode().splitlines():
-                if line.startswith("cluster.id="):
-                    return line.split("=", 1)[1].strip()
-        cluster_id = _new_cluster_id()
-        text = f"version=1\ncluster.id={cluster_id}\nnode.id={self.node_id}\n"
-        write_atomically(path, text.encode())
-        return cluster_id
 
     async def _retention_loop(self) -> None:
         while True:
@@ -494,13 +431,3 @@ class Broker:
 
 def _fields(config: BrokerConfig) -> dict[str, Any]:
     return {name: getattr(config, name) for name in config.__dataclass_fields__}
-
-
-def _new_cluster_id() -> str:
-    """22 characters of URL-safe base64, as Kafka's cluster ids are."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-
-
-def _remove_dirs(paths: list[Path]) -> None:
-    for path in paths:
-        shutil.rmtree(path, ignore_errors=True)

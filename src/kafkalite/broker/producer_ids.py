@@ -1,0 +1,47 @@
+"""Handing out idempotent-producer ids and epochs (InitProducerId).
+
+Ids come from blocks of `BLOCK` ids; the end of the current block is saved before any id of it is handed out, so a
+restarted broker never reuses an id (it starts after the saved end, and after every id seen in its logs). A producer
+that presents its current id and epoch (KIP-360) gets the epoch bumped; a transactional id keeps its producer id and
+gets a new epoch each time (fencing the previous instance), in memory only, as KafkaLite has no transactions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+BLOCK = 1000
+MAX_EPOCH = 32766  # epochs are int16; Kafka hands out a new id instead of wrapping
+
+
+class ProducerIds:
+    def __init__(self, saved_limit: int | None, save_limit: Callable[[int], Awaitable[None]]) -> None:
+        self._limit = saved_limit or 0
+        self._next = self._limit
+        self._save_limit = save_limit
+        self._transactional: dict[str, tuple[int, int]] = {}
+
+    async def init_producer_id(
+        self, transactional_id: str | None, producer_id: int, producer_epoch: int, highest_seen: int
+    ) -> tuple[int, int]:
+        """(producer id, epoch) for an InitProducerId; `highest_seen` is the largest id found in the logs."""
+        if transactional_id:
+            known = self._transactional.get(transactional_id)
+            if known is not None and known[1] < MAX_EPOCH:
+                self._transactional[transactional_id] = (known[0], known[1] + 1)
+                return self._transactional[transactional_id]
+        elif producer_id >= 0 and 0 <= producer_epoch < MAX_EPOCH:
+            return producer_id, producer_epoch + 1
+        new_id = await self._allocate(highest_seen)
+        if transactional_id:
+            self._transactional[transactional_id] = (new_id, 0)
+        return new_id, 0
+
+    async def _allocate(self, highest_seen: int) -> int:
+        if self._next >= self._limit:
+            start = max(self._limit, highest_seen + 1)
+            await self._save_limit(start + BLOCK)
+            self._limit = start + BLOCK
+            self._next = start
+        self._next += 1
+        return self._next - 1
