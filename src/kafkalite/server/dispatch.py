@@ -2,17 +2,23 @@
 
 Each handler module registers one coroutine with `@handles(api_key, versions=range(a, b))`. That registration is the
 only list of what the server speaks: ApiVersions answers from it, and a request for an API key that is not
-registered closes the connection (as Kafka does). Registering checks that kio has the request and response classes
-of every version named, so a range typo fails at import rather than in front of a client.
+registered closes the connection (as Kafka does). Registering loads nothing from kio: a version's classes are
+loaded on its first request and cached (`api_schema`), because importing kio's ~350 schema modules up front cost
+seconds of start-up. `tests/server/test_dispatch.py` checks that kio has every registered version, so a range typo
+fails in the unit tests rather than in front of a client.
 
 A handler gets a `RequestContext` and the decoded kio request, and returns a kio response built with `ctx.build`
 (or None when no response is due: Produce with acks=0). Kafka errors are fields of the response; an exception
 escaping a handler means "close this connection" and is logged by the connection loop.
+
+A handler whose answer must wait for the disk (Produce with acks=-1) returns `AfterDurable(awaitable)` once its state
+change is made: `dispatch` then returns a coroutine that awaits it and encodes the response, and the connection loop
+writes that answer in its place in the request order while it goes on with the next request (see `server.server`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +36,19 @@ if TYPE_CHECKING:
     from kafkalite.broker import Broker
 
 Handler = Callable[["RequestContext", Any], Awaitable[Any]]
+
+PendingResponse = Coroutine[Any, Any, bytes]
+"""A response frame not due yet: the connection awaits it, in request order, before writing it."""
+
+
+@dataclass(frozen=True, slots=True)
+class AfterDurable:
+    """A handler's answer that may only be sent once `response` (an awaitable of the kio response) has returned.
+
+    The handler has made every state change before returning this; `response` only waits (for an fsync) and builds.
+    """
+
+    response: Awaitable[Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,8 +69,6 @@ def handles(api_key: int, *, versions: range) -> Callable[[Handler], Handler]:
             raise RuntimeError(f"api_key {api_key} is already handled by {_registry[api_key].handler.__qualname__}")
         if not versions:
             raise ValueError(f"empty version range for api_key {api_key}")
-        for version in versions:
-            api_schema(api_key, version)  # raises when kio lacks this version
         _registry[api_key] = Registration(api_key, versions, handler)
         return handler
 
@@ -89,8 +106,11 @@ class RequestContext:
         return self.schema.build(class_name, **fields)
 
 
-async def dispatch(broker: Broker, server: ServerInfo, frame: bytes, client_host: str = "") -> bytes | None:
-    """Decode one request frame, run its handler and return the response frame (None: no response is due).
+async def dispatch(
+    broker: Broker, server: ServerInfo, frame: bytes, client_host: str = ""
+) -> bytes | PendingResponse | None:
+    """Decode one request frame, run its handler and return the response frame (None: no response is due), or, when
+    the handler answered `AfterDurable`, a coroutine that returns the frame once the answer may leave.
 
     Raises `ProtocolError` for unknown API keys, unsupported versions (except ApiVersions, which gets the v0
     fallback reply) and undecodable bytes.
@@ -107,4 +127,12 @@ async def dispatch(broker: Broker, server: ServerInfo, frame: bytes, client_host
     header, offset = decode_request_header(frame, schema.request_header_version)
     request = schema.decode(frame, offset)
     response = await registration.handler(RequestContext(broker, server, header, schema, client_host), request)
-    return None if response is None else schema.encode_response(correlation_id, response)
+    if response is None:
+        return None
+    if type(response) is AfterDurable:
+        return _encode_when_ready(schema, correlation_id, response.response)
+    return schema.encode_response(correlation_id, response)
+
+
+async def _encode_when_ready(schema: ApiSchema, correlation_id: int, response: Awaitable[Any]) -> bytes:
+    return schema.encode_response(correlation_id, await response)
