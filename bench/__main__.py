@@ -121,7 +121,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="small counts, 1 round: a smoke run of every workload")
     parser.add_argument("--rounds", type=int, help="override the mode's number of rounds")
     parser.add_argument("--peers", help="comma-separated subset of: " + ", ".join(p.name for p in PEERS))
-    parser.add_argument("--only", help="run only workloads whose label contains this text (start-up always runs)")
+    parser.add_argument(
+        "--only",
+        action="append",
+        help="run only workloads whose label contains this text; repeatable (start-up always runs)",
+    )
     parser.add_argument("--no-embedded", action="store_true", help="skip the embedded-against-seed comparison")
     parser.add_argument("--docs", action=argparse.BooleanOptionalAction, help="write docs/ (default: full runs only)")
     parser.add_argument("--report-only", type=Path, metavar="RESULTS_JSON", help="re-render from a run's JSON")
@@ -141,7 +145,9 @@ def main(argv: list[str] | None = None) -> None:
     if unknown:
         parser.error(f"unknown peers: {', '.join(sorted(unknown))}")
     peers = [p for p in PEERS if p.name in wanted]
-    workloads = [w for w in plan(sizes) if not args.only or w.family == "start" or args.only in w.label]
+    workloads = [
+        w for w in plan(sizes) if not args.only or w.family == "start" or any(text in w.label for text in args.only)
+    ]
     command = shlex.join(["python", "-m", "bench", *(sys.argv[1:] if argv is None else argv)])
 
     _raise_open_file_limit()
