@@ -12,11 +12,29 @@ Embedded::
 Served: `kafkalite serve` speaks the Kafka wire protocol (see `kafkalite.server`).
 """
 
-from kafkalite import errors
-from kafkalite.broker import BrokerConfig, DeadLetter
-from kafkalite.client import Broker, Consumer, Message, Producer, RecordMetadata
-from kafkalite.errors import KafkaLiteError
-from kafkalite.logs import configure_logging
+import importlib as _importlib
+import typing as _typing
+
+if _typing.TYPE_CHECKING:
+    from kafkalite import errors
+    from kafkalite.broker import BrokerConfig, DeadLetter
+    from kafkalite.client import Broker, Consumer, Message, Producer, RecordMetadata
+    from kafkalite.errors import KafkaLiteError
+    from kafkalite.logs import configure_logging
+
+# Public name -> the module it lives in. Imported on first access (PEP 562), so `import kafkalite.cli` or
+# `import kafkalite.protocol.records` does not pay for the whole embedded API (start-up time of `kafkalite serve`).
+_HOME = {
+    "Broker": "kafkalite.client",
+    "BrokerConfig": "kafkalite.broker",
+    "Consumer": "kafkalite.client",
+    "DeadLetter": "kafkalite.broker",
+    "KafkaLiteError": "kafkalite.errors",
+    "Message": "kafkalite.client",
+    "Producer": "kafkalite.client",
+    "RecordMetadata": "kafkalite.client",
+    "configure_logging": "kafkalite.logs",
+}
 
 __all__ = [
     "Broker",
@@ -30,3 +48,18 @@ __all__ = [
     "configure_logging",
     "errors",
 ]
+
+
+def __getattr__(name: str) -> object:
+    if name == "errors":
+        return _importlib.import_module("kafkalite.errors")
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module 'kafkalite' has no attribute {name!r}")
+    value = getattr(_importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

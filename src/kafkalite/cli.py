@@ -4,6 +4,9 @@
     kafkalite demo  [--messages N] [--data-dir DIR]
 
 Bad input gets one line on stderr and a non-zero exit status; tracebacks are for bugs only.
+
+Start-up time matters (`kafkalite serve` is often a throwaway test broker): each command imports what it needs when
+it runs, so `--help` and `serve` never load the demo or rich.
 """
 
 from __future__ import annotations
@@ -13,16 +16,15 @@ import contextlib
 import signal
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-from rich.console import Console
 
-from kafkalite.broker import Broker as CoreBroker
-from kafkalite.broker import BrokerConfig
-from kafkalite.demo import DemoSettings, run_demo
 from kafkalite.errors import KafkaLiteError
 from kafkalite.logs import configure_logging
-from kafkalite.server import KafkaServer
+
+if TYPE_CHECKING:
+    from kafkalite.broker import BrokerConfig
 
 LOG_LEVELS = click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False)
 
@@ -72,6 +74,9 @@ def serve(
 ) -> None:
     """Serve the Kafka wire protocol until SIGINT or SIGTERM."""
     configure_logging(log_level, log_file)
+    _skip_kio_hypothesis_hooks()
+    from kafkalite.broker import BrokerConfig
+
     config = BrokerConfig(
         data_dir=None if data_dir == "memory" else Path(data_dir),
         fsync=fsync == "always",
@@ -86,21 +91,37 @@ def serve(
         _fail(f"cannot serve on {host}:{port}: {exc.strerror or exc}")
 
 
+def _skip_kio_hypothesis_hooks() -> None:
+    """Import kio with hypothesis hidden, unless something in this process already uses either.
+
+    kio registers a hypothesis strategy for each of its field types whenever hypothesis is importable, which it is
+    wherever KafkaLite sits next to its tests. That import costs the broker process about 0.3 s and 9 MB and is never
+    used there; hidden for the one import, hypothesis stays importable afterwards.
+    """
+    if "hypothesis" in sys.modules or "kio" in sys.modules:
+        return
+    sys.modules["hypothesis"] = None  # type: ignore[assignment]  # None in sys.modules: "import hypothesis" fails
+    try:
+        import kio.static._phantom  # noqa: F401
+    finally:
+        del sys.modules["hypothesis"]
+
+
 async def _serve(config: BrokerConfig, host: str, port: int, advertised_host: str | None) -> None:
+    from kafkalite.broker import Broker
+    from kafkalite.server import KafkaServer
+
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(signum, stop.set)
-    async with CoreBroker(config=config) as broker:
+    async with Broker(config=config) as broker:
         server = KafkaServer(broker, host, port, advertised_host=advertised_host)
         await server.start()
         where = config.data_dir if config.data_dir is not None else "memory only"
         fsync = "fsync before acks=all" if config.fsync else "no fsync"
-        Console(stderr=False, highlight=False).print(  # soft_wrap: one line, however long the data dir's path
-            f"KafkaLite ready on {server.advertised_host}:{server.port} (data: {where}, {fsync})", soft_wrap=True
-        )
-        sys.stdout.flush()
+        print(f"KafkaLite ready on {server.advertised_host}:{server.port} (data: {where}, {fsync})", flush=True)
         await stop.wait()
         await server.close()
 
@@ -112,6 +133,10 @@ async def _serve(config: BrokerConfig, host: str, port: int, advertised_host: st
 @click.option("--log-file", default=None, type=click.Path(dir_okay=False))
 def demo(messages: int, data_dir: str | None, log_level: str, log_file: str | None) -> None:
     """Run the seed's story: producers, two groups, a rebalance, a poison message, the DLQ and its replay."""
+    from rich.console import Console
+
+    from kafkalite.demo import DemoSettings, run_demo
+
     configure_logging(log_level, log_file)
     settings = DemoSettings(messages_per_producer=messages, data_dir=Path(data_dir) if data_dir else None)
     try:
