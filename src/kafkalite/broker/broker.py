@@ -300,6 +300,16 @@ class Broker:
             await target.log.sync()
         return result
 
+    async def append(self, topic: str, partition: int, records: bytes | bytearray) -> ProduceResult:
+        """`produce` without the durability wait: the served Produce appends, then waits apart (`make_durable`)."""
+        self._check_open()
+        return await self.partition(topic, partition).append(records)
+
+    async def make_durable(self, topic: str, partition: int) -> None:
+        """Return once every byte appended to the partition so far is on disk (at once with fsync off)."""
+        if self.config.fsync:
+            await self.partition(topic, partition).log.sync()
+
     def fetch(self, topic: str, partition: int, offset: int, max_bytes: int) -> FetchData:
         """Whole batches from `offset` (at least one when any exist), as stored."""
         return self.partition(topic, partition).read(offset, max_bytes)

@@ -5,11 +5,24 @@ request at a time, so responses leave in request order (as Kafka does; clients p
 buffer holds what they send ahead). Reads are sized to the frame in progress, so an idle connection holds no buffer
 beyond its stream, and a client that stops reading blocks its own loop at `drain()` instead of growing our memory.
 
+Pipelined durability, the one place KafkaLite deliberately differs from "one request at a time": a handler may
+answer `AfterDurable` (Produce with acks=-1 does), meaning "my state change is made, my answer waits for an fsync".
+The loop then queues that pending answer and goes on to the next request while it waits; one writer task per
+connection writes the queued answers strictly in request order, each once it is ready. Every request's handler still
+runs to its return before the next request is decoded, so appends stay in request order; answers stay in request
+order; an acks=all answer is still written only after its bytes are durable. What changes is only that the append of
+request N+1 may start while request N waits for the disk, so its fsync round can cover both (group commit across a
+pipelining client's requests, instead of one round trip to the disk per request). At most `MAX_PENDING_RESPONSES`
+answers may wait per connection; at the bound the loop stops reading until the oldest is written (backpressure).
+A request that is not pending while answers are queued goes into the same queue, so order never depends on which
+answers waited.
+
 Any exception from a frame (oversized, undecodable, unknown API key, unsupported version) or from a handler closes
 that one connection with a log line; the listener and every other connection carry on.
 
 `close()` stops accepting, cancels idle connections, lets busy ones finish the request they are serving (up to
-`shutdown_grace_s`, then they are cancelled too) and waits for all of them to be gone.
+`shutdown_grace_s`, then they are cancelled too) and waits for all of them to be gone. A connection leaving, for
+whatever reason, first writes the answers already queued (within the grace), then closes.
 """
 
 from __future__ import annotations
@@ -18,12 +31,13 @@ import asyncio
 import contextlib
 import logging
 import socket
+from collections import deque
 from typing import TYPE_CHECKING
 
 from kafkalite.errors import ProtocolError
 from kafkalite.protocol.wire import DEFAULT_MAX_FRAME_BYTES, FrameDecoder
 from kafkalite.server import handlers  # noqa: F401  (importing the package registers every handler)
-from kafkalite.server.dispatch import ServerInfo, dispatch
+from kafkalite.server.dispatch import PendingResponse, ServerInfo, dispatch
 
 if TYPE_CHECKING:
     from kafkalite.broker import Broker
@@ -31,6 +45,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("kafkalite.server")
 
 _READ_CHUNK = 64 * 1024
+MAX_PENDING_RESPONSES = 256  # answers queued per connection before the loop stops reading (pipelined durability)
 
 
 class _Connection:
@@ -43,6 +58,70 @@ class _Connection:
         self.peer = f"{host}:{port}"
         self.task = task
         self.busy = False
+
+
+class _OrderedResponses:
+    """A connection's answers, written in request order; pending ones (`PendingResponse`) are awaited in turn.
+
+    Answers go straight to the transport while nothing is queued. Once one is pending, it and every later answer are
+    queued and a writer task writes them head first, each when it is ready. `put` waits while the queue is full.
+    """
+
+    __slots__ = ("_queue", "_room", "_task", "_writer")
+
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self._writer = writer
+        self._queue: deque[bytes | PendingResponse | None] = deque()
+        self._task: asyncio.Task[None] | None = None
+        self._room: asyncio.Future[None] | None = None
+
+    @property
+    def queued(self) -> int:
+        return len(self._queue)
+
+    async def put(self, response: bytes | PendingResponse | None) -> None:
+        if self._task is None:
+            if type(response) is bytes:
+                self._writer.write(response)
+                await self._writer.drain()
+                return
+            if response is None:
+                return
+            self._task = asyncio.get_running_loop().create_task(self._write_in_order())
+        elif self._task.done():
+            self._task.result()  # the writer failed: raise its error here, which closes the connection
+        self._queue.append(response)
+        while len(self._queue) >= MAX_PENDING_RESPONSES and self._task is not None:
+            self._room = asyncio.get_running_loop().create_future()
+            await asyncio.wait([self._room, self._task], return_when=asyncio.FIRST_COMPLETED)
+            if self._task is not None and self._task.done():
+                self._task.result()
+
+    async def _write_in_order(self) -> None:
+        queue = self._queue
+        while queue:  # an exception ends the task with it (and `put`/`close` raise it): the connection closes
+            head = queue[0]
+            response = head if head is None or isinstance(head, bytes) else await head
+            queue.popleft()
+            if self._room is not None and not self._room.done():
+                self._room.set_result(None)
+            if response is not None:
+                self._writer.write(response)
+                await self._writer.drain()
+        self._task = None
+
+    async def close(self) -> None:
+        """Write what is queued (the caller bounds the wait), then drop anything left unwritten."""
+        try:
+            if self._task is not None:
+                await self._task
+        finally:
+            if self._task is not None:
+                self._task.cancel()
+            for response in self._queue:
+                if response is not None and not isinstance(response, bytes):
+                    response.close()
+            self._queue.clear()
 
 
 class KafkaServer:
@@ -160,19 +239,22 @@ class KafkaServer:
 
     async def _serve(self, connection: _Connection, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         decoder = FrameDecoder(self.max_frame_bytes)
-        while not self._closing:
-            frame = decoder.next_frame()
-            if frame is None:
-                data = await reader.read(max(_READ_CHUNK, decoder.bytes_wanted()))
-                if not data:
-                    if decoder.buffered:
-                        log.debug("Connection from %s closed mid-frame (%d bytes)", connection.peer, decoder.buffered)
-                    return
-                decoder.feed(data)
-                continue
-            connection.busy = True
-            response = await dispatch(self.broker, self._info, frame, connection.host)
-            if response is not None:
-                writer.write(response)
-                await writer.drain()
-            connection.busy = False
+        responses = _OrderedResponses(writer)
+        try:
+            while not self._closing:
+                frame = decoder.next_frame()
+                if frame is None:
+                    data = await reader.read(max(_READ_CHUNK, decoder.bytes_wanted()))
+                    if not data:
+                        if decoder.buffered:
+                            log.debug(
+                                "Connection from %s closed mid-frame (%d bytes)", connection.peer, decoder.buffered
+                            )
+                        return
+                    decoder.feed(data)
+                    continue
+                connection.busy = True
+                await responses.put(await dispatch(self.broker, self._info, frame, connection.host))
+                connection.busy = False
+        finally:
+            await responses.close()

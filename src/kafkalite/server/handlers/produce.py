@@ -5,12 +5,18 @@ error_message · v9 is the first flexible version · v10 adds the current-leader
 (KIP-890 marker) · v12 is v11 again · v13 names topics by id instead of by name.
 Versions 0-2 (legacy message sets) are not served: librdkafka needs v3+ before it uses RecordBatch v2 at all.
 
-Records stay opaque bytes from the request to the partition's log. acks=0 gets no response; acks=1 and acks=-1 (all)
-are answered once the broker has appended (and, for -1, synced); an acks=0 produce that fails closes the
-connection, Kafka's only way to tell such a producer. Partitions are appended concurrently, each in its
-own lock, so one request's fsyncs share the broker's group commit. Unknown topics are auto-created when the broker
-allows it; a transactional_id is accepted and ignored (KafkaLite has no transactions). `timeout_ms` is ignored: with
-one replica nothing waits for followers.
+Records stay opaque bytes from the request to the partition's log. acks=0 gets no response; an acks=0 produce that
+fails closes the connection, Kafka's only way to tell such a producer. Unknown topics are auto-created when the
+broker allows it; a transactional_id is accepted and ignored (KafkaLite has no transactions). `timeout_ms` is
+ignored: with one replica nothing waits for followers.
+
+Appending and answering are two steps. The handler appends every partition, in request order, before it returns
+(an append never waits for the disk, so this is quick). acks=1 is answered from there. For acks=-1 (all) the handler
+returns `AfterDurable`: the answer is built only once every partition it appended to is synced (all of them join
+the same fsync round, the broker's group commit), and a partition whose sync failed is answered with the storage
+error instead. The connection loop uses that split to start on the next request while this one waits for the disk
+(`server.server`'s "pipelined durability"): appends stay in request order, answers stay in request order, and no
+acks=all answer leaves before its bytes are durable.
 """
 
 from __future__ import annotations
@@ -20,46 +26,35 @@ from typing import Any
 
 from kafkalite.errors import KafkaLiteError, ProtocolError, UnknownTopicError
 from kafkalite.protocol.wire import ApiKey
-from kafkalite.server.dispatch import RequestContext, handles
+from kafkalite.server.dispatch import AfterDurable, RequestContext, handles
 from kafkalite.server.handlers._common import UNKNOWN_TOPIC_ID, error_code, error_message
 
 INVALID_REQUIRED_ACKS = 21
 CORRUPT_MESSAGE = 2
 
-
-def _partition_response(ctx: RequestContext, index: int, code: int, message: str | None = None, **result: int) -> Any:
-    return ctx.build(
-        "PartitionProduceResponse",
-        index=index,
-        error_code=code,
-        base_offset=result.get("base_offset", -1),
-        log_append_time=result.get("log_append_time", -1),
-        log_start_offset=result.get("log_start_offset", -1),
-        record_errors=[],
-        error_message=message,
-    )
+# One partition's outcome before it becomes a kio class: (index, error code, message, base offset, log append time,
+# log start offset). Kept plain so that an acks=-1 answer can still swap in a sync failure.
+_Outcome = tuple[int, int, str | None, int, int, int]
 
 
-async def _produce_partition(ctx: RequestContext, topic: str, index: int, records: bytes | None, acks: int) -> Any:
+def _failed(index: int, code: int, message: str | None) -> _Outcome:
+    return index, code, message, -1, -1, -1
+
+
+async def _append_partition(ctx: RequestContext, topic: str, index: int, records: bytes | None, acks: int) -> _Outcome:
     if acks not in (0, 1, -1):
-        return _partition_response(ctx, index, INVALID_REQUIRED_ACKS, f"acks={acks} is not 0, 1 or -1")
+        return _failed(index, INVALID_REQUIRED_ACKS, f"acks={acks} is not 0, 1 or -1")
     if records is None:
-        return _partition_response(ctx, index, CORRUPT_MESSAGE, "null records")
+        return _failed(index, CORRUPT_MESSAGE, "null records")
     try:
-        result = await ctx.broker.produce(topic, index, records, acks=acks)
+        result = await ctx.broker.append(topic, index, records)
     except Exception as e:
-        return _partition_response(ctx, index, error_code(e), error_message(e))
-    return _partition_response(
-        ctx,
-        index,
-        0,
-        base_offset=result.base_offset,
-        log_append_time=result.log_append_time_ms,
-        log_start_offset=result.log_start_offset,
-    )
+        return _failed(index, error_code(e), error_message(e))
+    return index, 0, None, result.base_offset, result.log_append_time_ms, result.log_start_offset
 
 
-async def _produce_topic(ctx: RequestContext, topic_data: Any, acks: int) -> Any:
+async def _append_topic(ctx: RequestContext, topic_data: Any, acks: int) -> tuple[Any, str | None, list[_Outcome]]:
+    """(the topic as requested, its name when known, one outcome per partition)."""
     topic_id = getattr(topic_data, "topic_id", None)
     try:
         name = ctx.broker.topic_by_id(topic_id).name if topic_id is not None else topic_data.name
@@ -67,25 +62,74 @@ async def _produce_topic(ctx: RequestContext, topic_data: Any, acks: int) -> Any
             await ctx.broker.ensure_topic(name)
     except KafkaLiteError as e:
         code = UNKNOWN_TOPIC_ID if isinstance(e, UnknownTopicError) and topic_id is not None else e.error_code
-        partitions = [_partition_response(ctx, p.index, code, str(e)) for p in topic_data.partition_data]
-    else:
-        partitions = await asyncio.gather(
-            *(_produce_partition(ctx, name, p.index, p.records, acks) for p in topic_data.partition_data)
-        )
-    return ctx.build(
-        "TopicProduceResponse",
-        name=getattr(topic_data, "name", None),
-        topic_id=topic_id,
-        partition_responses=partitions,
+        return topic_data, None, [_failed(p.index, code, str(e)) for p in topic_data.partition_data]
+    return (
+        topic_data,
+        name,
+        [await _append_partition(ctx, name, p.index, p.records, acks) for p in topic_data.partition_data],
     )
+
+
+def _response(ctx: RequestContext, appended: list[tuple[Any, str | None, list[_Outcome]]]) -> Any:
+    build = ctx.build
+    return build(
+        "ProduceResponse",
+        responses=[
+            build(
+                "TopicProduceResponse",
+                name=getattr(topic_data, "name", None),
+                topic_id=getattr(topic_data, "topic_id", None),
+                partition_responses=[
+                    build(
+                        "PartitionProduceResponse",
+                        index=index,
+                        error_code=code,
+                        base_offset=base_offset,
+                        log_append_time=append_time,
+                        log_start_offset=start_offset,
+                        record_errors=[],
+                        error_message=message,
+                    )
+                    for index, code, message, base_offset, append_time, start_offset in outcomes
+                ],
+            )
+            for topic_data, _, outcomes in appended
+        ],
+        throttle_time=0,
+    )
+
+
+async def _answer_when_durable(ctx: RequestContext, appended: list[tuple[Any, str | None, list[_Outcome]]]) -> Any:
+    """Wait for every appended partition's sync (one round for all), then answer; a failed sync becomes its error."""
+    synced = [(name, o[0]) for _, name, outcomes in appended if name is not None for o in outcomes if not o[1]]
+    results = await asyncio.gather(*(ctx.broker.make_durable(*key) for key in synced), return_exceptions=True)
+    failed = {key: e for key, e in zip(synced, results, strict=True) if isinstance(e, Exception)}
+    if failed:
+        appended = [(topic_data, name, _sync_failed(name, outcomes, failed)) for topic_data, name, outcomes in appended]
+    return _response(ctx, appended)
+
+
+def _sync_failed(
+    name: str | None, outcomes: list[_Outcome], failed: dict[tuple[str, int], Exception]
+) -> list[_Outcome]:
+    if name is None:
+        return outcomes
+    errors = [failed.get((name, o[0])) if not o[1] else None for o in outcomes]
+    return [
+        o if e is None else _failed(o[0], error_code(e), error_message(e))
+        for o, e in zip(outcomes, errors, strict=True)
+    ]
 
 
 @handles(ApiKey.PRODUCE, versions=range(3, 14))
 async def produce(ctx: RequestContext, req: Any) -> Any:
-    responses = await asyncio.gather(*(_produce_topic(ctx, topic_data, req.acks) for topic_data in req.topic_data))
-    if req.acks == 0:
-        failed = [p for t in responses for p in t.partition_responses if p.error_code]
+    acks = req.acks
+    appended = [await _append_topic(ctx, topic_data, acks) for topic_data in req.topic_data]
+    if acks == 0:
+        failed = [o for _, _, outcomes in appended for o in outcomes if o[1]]
         if failed:  # as Kafka does: closing the connection is the only way to tell an acks=0 producer
-            raise ProtocolError(f"acks=0 produce failed ({failed[0].error_code.name}); closing to signal it")
+            raise ProtocolError(f"acks=0 produce failed (error {failed[0][1]}); closing to signal it")
         return None
-    return ctx.build("ProduceResponse", responses=responses, throttle_time=0)
+    if acks == -1:
+        return AfterDurable(_answer_when_durable(ctx, appended))
+    return _response(ctx, appended)
