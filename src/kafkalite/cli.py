@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import signal
 import sys
 from pathlib import Path
@@ -74,6 +75,7 @@ def serve(
 ) -> None:
     """Serve the Kafka wire protocol until SIGINT or SIGTERM."""
     configure_logging(log_level, log_file)
+    _raise_open_file_limit()
     _skip_kio_hypothesis_hooks()
     from kafkalite.broker import BrokerConfig
 
@@ -89,6 +91,23 @@ def serve(
         _fail(str(exc))
     except OSError as exc:
         _fail(f"cannot serve on {host}:{port}: {exc.strerror or exc}")
+
+
+def _raise_open_file_limit() -> None:
+    """Soft RLIMIT_NOFILE up to the hard limit: a broker holds one descriptor per partition plus one per connection."""
+    try:
+        import resource
+    except ImportError:  # not on Windows
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == hard:
+        return
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    except (ValueError, OSError) as exc:  # macOS refuses RLIM_INFINITY; keep what we have
+        logging.getLogger("kafkalite.server").debug("open-file limit stays %d (raising to %d: %s)", soft, hard, exc)
+        return
+    logging.getLogger("kafkalite.server").debug("open-file limit raised from %d to %d", soft, hard)
 
 
 def _skip_kio_hypothesis_hooks() -> None:

@@ -319,8 +319,9 @@ async def test_a_roll_flushes_the_rolled_segment_then_moves_the_recovery_point(t
     while log.segment_count == 1:
         fill(log, 1)
     rolled_at = log.log_end_offset - 1  # the batch that rolled is the only one in the new segment
+    assert not (directory / "recovery-point").exists()  # a new log's recovery point is 0 without writing it
     for _ in range(200):
-        if (directory / "recovery-point").read_text() == f"{rolled_at}\n":
+        if (directory / "recovery-point").exists() and (directory / "recovery-point").read_text() == f"{rolled_at}\n":
             break
         await asyncio.sleep(0.01)
     assert (directory / "recovery-point").read_text() == f"{rolled_at}\n"

@@ -20,6 +20,10 @@ Invariants: segment base offsets strictly increase and each segment ends where t
 the active one (appends go there) and ends at `log_end_offset`; `_segment_bases` mirrors the segments for bisect, so
 a read costs a bisect over segments, a binary search of that segment's offset index, and a forward scan of at most
 `index_interval_bytes` of batch headers.
+
+Descriptors: the active segment's `.log` stays open; an inactive segment's is opened by the read that needs it and
+closed again once more than `_OPEN_INACTIVE_LOGS` inactive segments hold one (least recently read first), so a
+partition costs one descriptor plus what its readers of old segments hold (see `segment` for the indexes).
 How truncation, DeleteRecords and retention move the offsets is `SegmentedLog`'s rule, shared with `MemoryLog`;
 this engine adds the files (deleting segments, `log-start-offset`, lowering `recovery-point` before a cut).
 
@@ -54,6 +58,7 @@ import asyncio
 import logging
 import threading
 from bisect import bisect_right
+from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 
@@ -70,6 +75,7 @@ LOG_START_CHECKPOINT = "log-start-offset"
 RECOVERY_POINT_CHECKPOINT = "recovery-point"
 CLEAN_SHUTDOWN_MARKER = "clean-shutdown"
 _SEGMENT_NAME_DIGITS = 20
+_OPEN_INACTIVE_LOGS = 2  # a consumer catching up reads one old segment after another: enough to avoid reopen churn
 
 logger = logging.getLogger("kafkalite.storage")
 
@@ -113,6 +119,9 @@ class PartitionLog(SegmentedLog[Segment]):
         self._checkpoint_task: asyncio.Task[None] | None = None
         self._checkpoint_lock = threading.Lock()
         self._checkpoint_epoch = 0
+        self._open_inactive: OrderedDict[int, Segment] = OrderedDict()  # by id(segment), least recently read first
+        for segment in segments[:-1]:
+            segment.release_log_fd()
 
     # --- opening and recovery ---------------------------------------------------------------------------------
 
@@ -129,19 +138,21 @@ class PartitionLog(SegmentedLog[Segment]):
         """Open (creating when absent) and recover the log in `directory`; see the module docstring."""
         ops = FileOps() if file_ops is None else file_ops
         try:
-            directory.mkdir(parents=True, exist_ok=True)
-            bases = sorted(
-                int(path.stem)
-                for path in directory.glob(f"*{LOG_SUFFIX}")
-                if len(path.stem) == _SEGMENT_NAME_DIGITS and path.stem.isdigit()
-            )
-            clean = (directory / CLEAN_SHUTDOWN_MARKER).exists()
+            directory.mkdir(parents=True)
+            fresh = True  # a new partition (CreateTopics of thousands): nothing to look for
+        except FileExistsError:
+            fresh = False
         except OSError as exc:
             raise StorageError(f"open {directory} failed: {exc.strerror or exc}") from exc
-        checkpoint = read_file(directory / LOG_START_CHECKPOINT)
+        try:
+            bases = [] if fresh else _segment_bases(directory)
+            clean = not fresh and (directory / CLEAN_SHUTDOWN_MARKER).exists()
+        except OSError as exc:
+            raise StorageError(f"open {directory} failed: {exc.strerror or exc}") from exc
+        checkpoint = None if fresh else read_file(directory / LOG_START_CHECKPOINT)
         checkpointed_start = int(checkpoint) if checkpoint else 0
         # Segments from the one holding the recovery point on were not known durable: recover them fully.
-        recovery_point = _read_recovery_point(directory)
+        recovery_point = 0 if fresh else _read_recovery_point(directory)
         full_from = max((base for base in bases if base <= recovery_point), default=-1)
         segments: list[Segment] = []
         recovered: list[Segment] = []
@@ -191,18 +202,19 @@ class PartitionLog(SegmentedLog[Segment]):
             file_ops=ops,
         )
         try:
-            log._settle_after_open(recovered, clean=clean)
+            log._settle_after_open(recovered, clean=clean, recovery_point=recovery_point)
         except BaseException:
             for segment in segments:
                 segment.close()
             raise
         return log
 
-    def _settle_after_open(self, recovered: list[Segment], *, clean: bool) -> None:
+    def _settle_after_open(self, recovered: list[Segment], *, clean: bool, recovery_point: int) -> None:
         """Make what recovery checked and rewrote durable, so the recovery point can be the log end; drop the marker.
 
         Recovery may have read bytes a killed process left in the page cache, cut files and rebuilt indexes: none of
         that is on disk yet. Flushing it here (blocking, like the recovery reads before it) keeps the invariant simple.
+        An empty log whose recovery point already reads 0 (absent means 0: a new partition) writes nothing.
         The marker goes last, and its removal is made durable before any append: were it to reappear after a power
         cut, the next open would trust segments written after this one.
         """
@@ -210,7 +222,8 @@ class PartitionLog(SegmentedLog[Segment]):
             if recovered and self._fsync:
                 self._fsync_descriptors(self._dup_files(recovered), sync_directory=True)
             if not clean:
-                self._write_recovery_point(self._log_end)
+                if self._log_end != 0 or recovery_point != 0:
+                    self._write_recovery_point(self._log_end)
             else:
                 self._ops.remove(self.directory / CLEAN_SHUTDOWN_MARKER)
                 if self._fsync:
@@ -248,13 +261,17 @@ class PartitionLog(SegmentedLog[Segment]):
             raise OffsetOutOfRangeError(offset, self._log_start, self._log_end)
         if offset == self._log_end:
             return b""
-        return self._segments[bisect_right(self._segment_bases, offset) - 1].read(offset, max_bytes)
+        segment = self._segments[bisect_right(self._segment_bases, offset) - 1]
+        data = segment.read(offset, max_bytes)
+        self._note_read(segment)
+        return data
 
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
         self._check_open()
         for segment in self._segments:
             if segment.max_timestamp >= timestamp_ms:
                 found = segment.find_by_timestamp(timestamp_ms, max(self._log_start, segment.base_offset))
+                self._note_read(segment)
                 if found is not None:
                     return found
         return None
@@ -295,9 +312,19 @@ class PartitionLog(SegmentedLog[Segment]):
 
     # --- internals --------------------------------------------------------------------------------------------
 
+    def _note_read(self, segment: Segment) -> None:
+        """Keep the `.log` of at most `_OPEN_INACTIVE_LOGS` inactive segments open, the most recently read ones."""
+        if segment is self._segments[-1] or not segment.log_fd_open:
+            return
+        self._open_inactive[id(segment)] = segment
+        self._open_inactive.move_to_end(id(segment))
+        while len(self._open_inactive) > _OPEN_INACTIVE_LOGS:
+            self._open_inactive.popitem(last=False)[1].release_log_fd()
+
     def _roll(self, base_offset: int, now_ms: int) -> Segment:
         rolled = self._segments[-1]
         rolled.become_inactive()
+        rolled.release_log_fd()
         segment = Segment.create(self.directory, base_offset, self._ops, now_ms)
         self._segments.append(segment)
         self._segment_bases.append(base_offset)
@@ -321,6 +348,7 @@ class PartitionLog(SegmentedLog[Segment]):
         self._rolled = [entry for entry in self._rolled if id(entry[0]) not in deleted]
         for segment in segments:
             self._unsynced_segments.pop(segment.base_offset, None)
+            self._open_inactive.pop(id(segment), None)
             segment.delete()
         if segments:
             self._directory_unsynced = True
@@ -402,17 +430,16 @@ class PartitionLog(SegmentedLog[Segment]):
                 self._write_recovery_point(recovery_point)
 
     def _dup_files(self, segments: list[Segment]) -> list[tuple[int, Path]]:
-        """Duplicated descriptors of every file of `segments` (closed again by `_fsync_descriptors`)."""
-        duplicated: list[tuple[int, Path]] = []
+        """Descriptors of our own of every file of `segments` (closed again by `_fsync_descriptors`)."""
+        opened: list[tuple[int, Path]] = []
         try:
             for segment in segments:
-                for fd, path in segment.files():
-                    duplicated.append((self._ops.dup(fd), path))
-        except OSError as exc:
-            for fd, _ in duplicated:
+                opened += segment.open_for_flush()
+        except BaseException:
+            for fd, _ in opened:
                 self._ops.close(fd)
-            raise storage_error("flush", self.directory, exc) from exc
-        return duplicated
+            raise
+        return opened
 
     async def _run_sync_round(self) -> None:
         """One group-commit round: fsync what was written before it started, in a worker thread."""
@@ -421,13 +448,17 @@ class PartitionLog(SegmentedLog[Segment]):
         sync_directory = self._directory_unsynced
         self._unsynced_segments.clear()
         self._directory_unsynced = False
+        fds: list[tuple[int, Path]] = []
         try:
-            fds = [(self._ops.dup(segment.log_fd), segment.log_path) for segment in segments]
-        except OSError as exc:
+            for segment in segments:
+                fds.append((segment.open_log_for_flush(), segment.log_path))
+        except StorageError:
+            for fd, _ in fds:
+                self._ops.close(fd)
             self._sync_round = None
             self._unsynced_segments.update((segment.base_offset, segment) for segment in segments)
             self._directory_unsynced |= sync_directory
-            raise StorageError(f"fsync of {self.directory} failed: {exc.strerror or exc}") from exc
+            raise
         try:
             await asyncio.to_thread(self._fsync_descriptors, fds, sync_directory)
         except StorageError:
@@ -461,6 +492,15 @@ class PartitionLog(SegmentedLog[Segment]):
     def _check_open(self) -> None:
         if self._closed:
             raise ClosedError(f"the log in {self.directory} is closed")
+
+
+def _segment_bases(directory: Path) -> list[int]:
+    """Base offsets of the segments in `directory`, ascending (raises `OSError`)."""
+    return sorted(
+        int(path.stem)
+        for path in directory.glob(f"*{LOG_SUFFIX}")
+        if len(path.stem) == _SEGMENT_NAME_DIGITS and path.stem.isdigit()
+    )
 
 
 def _read_recovery_point(directory: Path) -> int:

@@ -2,17 +2,24 @@
 
 `.log` holds RecordBatch v2 batches back to back, exactly as producers sent them with the base offset patched; the
 first batch's base offset is the segment's base offset and each next batch starts at the previous last offset + 1.
-`.index` and `.timeindex` are described in `offset_index` and `time_index`; their entries are written through to the
-files as they are made, so after a roll or close both files hold exactly Kafka's entries and nothing else.
+`.index` and `.timeindex` are described in `offset_index` and `time_index`; their entries are kept in memory and
+written to the files at roll, close and flush (`write_pending_index_entries`), so after a roll or close both files
+hold exactly Kafka's entries and nothing else.
+
+Descriptors (so a broker can hold tens of thousands of partitions): no index file stays open; it is opened for the
+write and closed again. `.log` is open while the segment is active; an inactive segment's is opened on the first read
+that needs it and closed by `release_log_fd` (the partition log keeps a few open for reads). fsync takes its own
+descriptor (`open_for_flush`), which on Linux flushes every dirty page of the file whoever wrote it.
 
 Invariants: `size` is the length of the valid batches in `.log` (the file is truncated back to it when a write fails,
 and reads never look past it); every index entry points inside `size`. Writes use `pwrite` at `size`, reads `pread`,
 so no seek position is shared between readers and a failed write cannot shift the next one.
 
 Durability is the caller's business: `PartitionLog.sync` fsyncs `.log` files off the event loop, and the three files
-(`files()`) are fsynced together when the segment is rolled or the log closed. Indexes are derived data, so they are
-never fsynced per append: recovery rebuilds an index that does not match its log, and after an unclean shutdown
-rebuilds the indexes of every segment not yet known durable (`recover(..., full=True)`).
+(`open_for_flush()`) are fsynced together when the segment is rolled or the log closed. Indexes are derived data, so
+they are neither written nor fsynced per append: recovery rebuilds an index that does not match its log, and after an
+unclean shutdown rebuilds the indexes of every segment not yet known durable (`recover(..., full=True)`), which always
+includes the active segment, the only one whose index files may lag its entries.
 """
 
 from __future__ import annotations
@@ -68,7 +75,7 @@ class Segment:
         directory: Path,
         base_offset: int,
         ops: FileOps,
-        fds: tuple[int, int, int],
+        log_fd: int | None,
         offset_index: OffsetIndex,
         time_index: TimeIndex,
         *,
@@ -81,7 +88,7 @@ class Segment:
         self.index_path = segment_path(directory, base_offset, INDEX_SUFFIX)
         self.time_index_path = segment_path(directory, base_offset, TIME_INDEX_SUFFIX)
         self._ops = ops
-        self.log_fd, self._index_fd, self._time_index_fd = fds
+        self._log_fd = log_fd
         self.offset_index = offset_index
         self.time_index = time_index
         self.size = size
@@ -90,18 +97,28 @@ class Segment:
         self.max_timestamp, self.offset_of_max_timestamp = time_index.last_entry()
         self.first_batch_max_timestamp = NO_TIMESTAMP
         self.bytes_since_index_entry = 0
+        # How many bytes of each index are in its file; the entries after that are written by the next flush.
+        self._index_bytes_written = offset_index.size_bytes
+        self._time_index_bytes_written = time_index.size_bytes
 
     # --- lifecycle --------------------------------------------------------------------------------------------
 
     @classmethod
     def create(cls, directory: Path, base_offset: int, ops: FileOps, now_ms: int) -> Segment:
-        """A new empty segment (any files of that name are emptied)."""
-        fds = cls._open_files(directory, base_offset, ops, os.O_RDWR | os.O_CREAT | os.O_TRUNC)
+        """A new empty segment (any files of that name are emptied); its `.log` stays open."""
+        flags = os.O_RDWR | os.O_CREAT | os.O_TRUNC
+        log_fd = _open(ops, segment_path(directory, base_offset, LOG_SUFFIX), flags)
+        try:
+            for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+                ops.close(_open(ops, segment_path(directory, base_offset, suffix), flags))
+        except BaseException:
+            ops.close(log_fd)
+            raise
         return cls(
             directory,
             base_offset,
             ops,
-            fds,
+            log_fd,
             OffsetIndex(base_offset),
             TimeIndex(base_offset),
             size=0,
@@ -111,28 +128,25 @@ class Segment:
 
     @classmethod
     def load(cls, directory: Path, base_offset: int, ops: FileOps) -> tuple[Segment, str | None]:
-        """Open an existing segment; also return why its indexes must be rebuilt (None when they look sane)."""
-        index_missing = [
-            path.name
-            for path in (segment_path(directory, base_offset, s) for s in (INDEX_SUFFIX, TIME_INDEX_SUFFIX))
-            if not path.exists()
-        ]
-        fds = cls._open_files(directory, base_offset, ops, os.O_RDWR | os.O_CREAT)
+        """Open an existing segment (its `.log` stays open); also return why its indexes must be rebuilt (None when
+        they look sane)."""
+        index_paths = [segment_path(directory, base_offset, s) for s in (INDEX_SUFFIX, TIME_INDEX_SUFFIX)]
+        index_missing = [path.name for path in index_paths if not path.exists()]
         log_path = segment_path(directory, base_offset, LOG_SUFFIX)
+        log_fd = _open(ops, log_path, os.O_RDWR | os.O_CREAT)
         try:
-            size = ops.size(fds[0])
-            modified_ms = ops.modified_ms(fds[0])
-            offset_index = OffsetIndex(base_offset, ops.pread(fds[1], ops.size(fds[1]), 0))
-            time_index = TimeIndex(base_offset, ops.pread(fds[2], ops.size(fds[2]), 0))
+            size = ops.size(log_fd)
+            modified_ms = ops.modified_ms(log_fd)
+            offset_index = OffsetIndex(base_offset, _read_whole(ops, index_paths[0]))
+            time_index = TimeIndex(base_offset, _read_whole(ops, index_paths[1]))
         except OSError as exc:
-            for fd in fds:
-                ops.close(fd)
+            ops.close(log_fd)
             raise storage_error("load", log_path, exc) from exc
         segment = cls(
             directory,
             base_offset,
             ops,
-            fds,
+            log_fd,
             offset_index,
             time_index,
             size=size,
@@ -147,42 +161,76 @@ class Segment:
         problem = time_index.problem()
         return segment, None if problem is None else f"time index: {problem}"
 
-    @staticmethod
-    def _open_files(directory: Path, base_offset: int, ops: FileOps, flags: int) -> tuple[int, int, int]:
-        opened: list[int] = []
-        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
-            path = segment_path(directory, base_offset, suffix)
-            try:
-                opened.append(ops.open(path, flags))
-            except OSError as exc:
-                for fd in opened:
-                    ops.close(fd)
-                raise storage_error("open", path, exc) from exc
-        return opened[0], opened[1], opened[2]
-
     def become_inactive(self) -> None:
-        """Record the segment's max timestamp in the time index (Kafka does this on roll and close)."""
+        """Record the segment's max timestamp in the time index (Kafka does this on roll and close), then write every
+        pending index entry to the files."""
         entry = self.time_index.encode_entry_if_newer(self.max_timestamp, self.offset_of_max_timestamp)
-        if entry is None:
-            return
-        try:
-            self._ops.pwrite(self._time_index_fd, entry, self.time_index.size_bytes)
-        except OSError as exc:
-            self._restore_file_sizes()
-            raise storage_error("write", self.time_index_path, exc) from exc
-        self.time_index.append(entry)
+        if entry is not None:
+            self.time_index.append(entry)
+        self.write_pending_index_entries()
 
-    def files(self) -> list[tuple[int, Path]]:
-        """(descriptor, path) of `.log`, `.index` and `.timeindex`: what flushing the whole segment fsyncs."""
-        return [
-            (self.log_fd, self.log_path),
-            (self._index_fd, self.index_path),
-            (self._time_index_fd, self.time_index_path),
-        ]
+    def write_pending_index_entries(self) -> None:
+        """Append the index entries made since the last write to `.index` and `.timeindex` (open, write, close)."""
+        if self._index_bytes_written < self.offset_index.size_bytes:
+            self._index_bytes_written = self._append_to_index(
+                self.index_path, self.offset_index.entries, self._index_bytes_written
+            )
+        if self._time_index_bytes_written < self.time_index.size_bytes:
+            self._time_index_bytes_written = self._append_to_index(
+                self.time_index_path, self.time_index.entries, self._time_index_bytes_written
+            )
+
+    def _append_to_index(self, path: Path, entries: bytearray, written: int) -> int:
+        try:
+            fd = self._ops.open(path, os.O_WRONLY | os.O_CREAT)
+            try:
+                self._ops.pwrite(fd, entries[written:], written)
+            finally:
+                self._ops.close(fd)
+        except OSError as exc:  # the file keeps a prefix of the entries at worst: recovery checks and rebuilds it
+            raise storage_error("write", path, exc) from exc
+        return len(entries)
+
+    def open_for_flush(self) -> list[tuple[int, Path]]:
+        """Fresh descriptors of `.log`, `.index` and `.timeindex` (pending index entries written first), for the
+        caller to fsync and close: what flushing the whole segment means."""
+        self.write_pending_index_entries()
+        opened = [(self.open_log_for_flush(), self.log_path)]
+        try:
+            for path in (self.index_path, self.time_index_path):
+                opened.append((_open(self._ops, path, os.O_WRONLY | os.O_CREAT), path))
+        except BaseException:
+            for fd, _ in opened:
+                self._ops.close(fd)
+            raise
+        return opened
+
+    def open_log_for_flush(self) -> int:
+        """A descriptor of `.log` of the caller's own (a duplicate of the open one, else a new one) to fsync, close."""
+        if self._log_fd is None:
+            return _open(self._ops, self.log_path, os.O_WRONLY)
+        try:
+            return self._ops.dup(self._log_fd)
+        except OSError as exc:
+            raise storage_error("flush", self.log_path, exc) from exc
+
+    @property
+    def log_fd_open(self) -> bool:
+        return self._log_fd is not None
+
+    def release_log_fd(self) -> None:
+        """Close `.log` until the next read or append needs it (an inactive segment's descriptor is not kept)."""
+        if self._log_fd is not None:
+            fd, self._log_fd = self._log_fd, None
+            self._ops.close(fd)
+
+    def _log(self) -> int:
+        if self._log_fd is None:
+            self._log_fd = _open(self._ops, self.log_path, os.O_RDWR)
+        return self._log_fd
 
     def close(self) -> None:
-        for fd in (self.log_fd, self._index_fd, self._time_index_fd):
-            self._ops.close(fd)
+        self.release_log_fd()
 
     def delete(self) -> None:
         """Close and remove the three files."""
@@ -208,14 +256,11 @@ class Segment:
         """Write one batch (base offset already patched) at the end; on failure the files are as before."""
         position = self.size
         plan = self._plan_index(position, last_offset, max_timestamp, index_interval)
+        log_fd = self._log()
         try:
-            self._ops.pwrite(self.log_fd, batch, position)
-            if plan.offset_entry is not None:
-                self._ops.pwrite(self._index_fd, plan.offset_entry, self.offset_index.size_bytes)
-            if plan.time_entry is not None:
-                self._ops.pwrite(self._time_index_fd, plan.time_entry, self.time_index.size_bytes)
+            self._ops.pwrite(log_fd, batch, position)
         except OSError as exc:
-            self._restore_file_sizes()
+            self._restore_log_size(log_fd)
             raise storage_error("append to", self.log_path, exc) from exc
         self._apply(plan, len(batch), max_timestamp if position == 0 else None)
         self.size += len(batch)
@@ -247,17 +292,12 @@ class Segment:
         if first_batch_max_timestamp is not None:
             self.first_batch_max_timestamp = first_batch_max_timestamp
 
-    def _restore_file_sizes(self) -> None:
-        """After a failed write: cut each file back to what the in-memory state says is valid."""
-        for fd, size, path in (
-            (self.log_fd, self.size, self.log_path),
-            (self._index_fd, self.offset_index.size_bytes, self.index_path),
-            (self._time_index_fd, self.time_index.size_bytes, self.time_index_path),
-        ):
-            try:
-                self._ops.truncate(fd, size)
-            except OSError as exc:  # the next pwrite at `size` overwrites the tail anyway; recovery would cut it
-                logger.error("could not cut %s back to %d bytes after a failed write: %s", path, size, exc)
+    def _restore_log_size(self, log_fd: int) -> None:
+        """After a failed write: cut `.log` back to what the in-memory state says is valid."""
+        try:
+            self._ops.truncate(log_fd, self.size)
+        except OSError as exc:  # the next pwrite at `size` overwrites the tail anyway; recovery would cut it
+            logger.error("could not cut %s back to %d bytes after a failed write: %s", self.log_path, self.size, exc)
 
     # --- read -------------------------------------------------------------------------------------------------
 
@@ -306,7 +346,7 @@ class Segment:
 
     def _pread(self, size: int, position: int) -> bytes:
         try:
-            return self._ops.pread(self.log_fd, size, position)
+            return self._ops.pread(self._log(), size, position)
         except OSError as exc:
             raise storage_error("read", self.log_path, exc) from exc
 
@@ -323,17 +363,35 @@ class Segment:
         self.offset_index.truncate_to_position(position)
         self.time_index.truncate_to_offset(next_offset)
         try:
-            self._ops.truncate(self.log_fd, position)
-            self._ops.truncate(self._index_fd, self.offset_index.size_bytes)
-            self._ops.truncate(self._time_index_fd, self.time_index.size_bytes)
+            self._ops.truncate(self._log(), position)
         except OSError as exc:
             raise storage_error("truncate", self.log_path, exc) from exc
+        self._index_bytes_written = self._cut_index(
+            self.index_path, self.offset_index.size_bytes, self._index_bytes_written
+        )
+        self._time_index_bytes_written = self._cut_index(
+            self.time_index_path, self.time_index.size_bytes, self._time_index_bytes_written
+        )
         self.size = position
         self.bytes_since_index_entry = 0
         self._reload_max_timestamp()
         if position == 0:
             self.first_batch_max_timestamp = NO_TIMESTAMP
             self.created_ms = now_ms
+
+    def _cut_index(self, path: Path, size: int, written: int) -> int:
+        """Cut an index file that holds more than `size` bytes back to it; return how many bytes it now holds."""
+        if written <= size:
+            return written
+        try:
+            fd = _open(self._ops, path, os.O_WRONLY | os.O_CREAT)
+            try:
+                self._ops.truncate(fd, size)
+            finally:
+                self._ops.close(fd)
+        except OSError as exc:
+            raise storage_error("truncate", path, exc) from exc
+        return size
 
     def _reload_max_timestamp(self) -> None:
         """Max timestamp from the time index's last entry plus the batches after it (Kafka's loadLargestTimestamp)."""
@@ -434,12 +492,36 @@ class Segment:
 
     def _write_indexes(self) -> None:
         """Replace both index files with their in-memory entries (after recovery rebuilt or extended them)."""
-        for fd, entries, path in (
-            (self._index_fd, self.offset_index.entries, self.index_path),
-            (self._time_index_fd, self.time_index.entries, self.time_index_path),
+        for entries, path in (
+            (self.offset_index.entries, self.index_path),
+            (self.time_index.entries, self.time_index_path),
         ):
             try:
-                self._ops.truncate(fd, 0)
-                self._ops.pwrite(fd, entries, 0)
+                fd = self._ops.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+                try:
+                    self._ops.pwrite(fd, entries, 0)
+                finally:
+                    self._ops.close(fd)
             except OSError as exc:
                 raise storage_error("write", path, exc) from exc
+        self._index_bytes_written = self.offset_index.size_bytes
+        self._time_index_bytes_written = self.time_index.size_bytes
+
+
+def _open(ops: FileOps, path: Path, flags: int) -> int:
+    try:
+        return ops.open(path, flags)
+    except OSError as exc:
+        raise storage_error("open", path, exc) from exc
+
+
+def _read_whole(ops: FileOps, path: Path) -> bytes:
+    """The content of an index file (empty when it is missing: `load` reports that); raises `OSError`."""
+    try:
+        fd = ops.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return b""
+    try:
+        return ops.pread(fd, ops.size(fd), 0)
+    finally:
+        ops.close(fd)
