@@ -17,6 +17,10 @@ the same fsync round, the broker's group commit), and a partition whose sync fai
 error instead. The connection loop uses that split to start on the next request while this one waits for the disk
 (`server.server`'s "pipelined durability"): appends stay in request order, answers stay in request order, and no
 acks=all answer leaves before its bytes are durable.
+
+The common answer (one topic, one partition, no error, CreateTime) is filled in from a `BodyTemplate` per (version,
+topic) instead of being built and written by kio per request (kio's writers are pure Python, and this answer is most
+of what a producer sending small requests costs us); tests/server/test_produce_template.py holds it byte-equal to kio.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import asyncio
 from typing import Any
 
 from kafkalite.errors import KafkaLiteError, ProtocolError, UnknownTopicError
+from kafkalite.protocol.messages import BodyTemplate
 from kafkalite.protocol.wire import ApiKey
 from kafkalite.server.dispatch import AfterDurable, RequestContext, handles
 from kafkalite.server.handlers._common import UNKNOWN_TOPIC_ID, error_code, error_message
@@ -99,6 +104,43 @@ def _response(ctx: RequestContext, appended: list[tuple[Any, str | None, list[_O
     )
 
 
+# Sentinels for the template's changing fields: partition index (int32), base offset and log start offset (int64).
+_SENTINELS = ((">i", 0x1A2B3C4D), (">q", 0x1122334455667788), (">q", 0x0AB1C2D3E4F50617))
+_MAX_TEMPLATES = 4096  # (version, topic) pairs cached; past it the cache starts over
+_templates: dict[tuple[int, Any, Any], tuple[BodyTemplate, bool] | None] = {}
+
+
+def _template(ctx: RequestContext, topic_data: Any) -> tuple[BodyTemplate, bool] | None:
+    """The answer template for one partition of `topic_data` at this version, and whether it has log_start_offset."""
+    has_start = ctx.schema.has_field("PartitionProduceResponse", "log_start_offset")
+    (_, index), (_, base_offset), (_, start_offset) = _SENTINELS
+    outcome = (index, 0, None, base_offset, -1, start_offset if has_start else -1)
+    body = ctx.schema.encode_body(_response(ctx, [(topic_data, None, [outcome])]))
+    template = BodyTemplate.find(body, _SENTINELS if has_start else _SENTINELS[:2])
+    return None if template is None else (template, has_start)
+
+
+def _answer(ctx: RequestContext, appended: list[tuple[Any, str | None, list[_Outcome]]]) -> Any:
+    """The encoded body from the template when the answer has the common shape, else the kio response."""
+    if len(appended) == 1 and len(appended[0][2]) == 1:
+        topic_data, _, ((index, code, _, base_offset, append_time, start_offset),) = appended[0]
+        if not code and append_time == -1:
+            key = (ctx.schema.version, getattr(topic_data, "name", None), getattr(topic_data, "topic_id", None))
+            if key in _templates:
+                cached = _templates[key]
+            else:
+                cached = _template(ctx, topic_data)
+                if len(_templates) >= _MAX_TEMPLATES:
+                    _templates.clear()
+                _templates[key] = cached
+            if cached is not None:
+                template, has_start = cached
+                if has_start:
+                    return template.fill(index, base_offset, start_offset)
+                return template.fill(index, base_offset)
+    return _response(ctx, appended)
+
+
 async def _answer_when_durable(ctx: RequestContext, appended: list[tuple[Any, str | None, list[_Outcome]]]) -> Any:
     """Wait for every appended partition's sync (one round for all), then answer; a failed sync becomes its error."""
     synced = [(name, o[0]) for _, name, outcomes in appended if name is not None for o in outcomes if not o[1]]
@@ -106,7 +148,7 @@ async def _answer_when_durable(ctx: RequestContext, appended: list[tuple[Any, st
     failed = {key: e for key, e in zip(synced, results, strict=True) if isinstance(e, Exception)}
     if failed:
         appended = [(topic_data, name, _sync_failed(name, outcomes, failed)) for topic_data, name, outcomes in appended]
-    return _response(ctx, appended)
+    return _answer(ctx, appended)
 
 
 def _sync_failed(
@@ -132,4 +174,4 @@ async def produce(ctx: RequestContext, req: Any) -> Any:
         return None
     if acks == -1:
         return AfterDurable(_answer_when_durable(ctx, appended))
-    return _response(ctx, appended)
+    return _answer(ctx, appended)
