@@ -17,6 +17,11 @@ answers may wait per connection; at the bound the loop stops reading until the o
 A request that is not pending while answers are queued goes into the same queue, so order never depends on which
 answers waited.
 
+Answers that are ready at once are not written one `send()` each: they collect while the loop keeps serving the
+frames it already has, and go out in one write when the loop next yields (a `call_soon` callback, so an answer never
+waits behind a request that blocks, such as a Fetch long poll) or when `_COALESCE_MAX` of them have collected. Order is
+unchanged (they are written before anything queued after them) and backpressure too (`drain()` after each answer).
+
 Any exception from a frame (oversized, undecodable, unknown API key, unsupported version) or from a handler closes
 that one connection with a log line; the listener and every other connection carry on.
 
@@ -46,6 +51,7 @@ log = logging.getLogger("kafkalite.server")
 
 _READ_CHUNK = 64 * 1024
 MAX_PENDING_RESPONSES = 256  # answers queued per connection before the loop stops reading (pipelined durability)
+_COALESCE_MAX = 64  # ready answers collected before they are written without waiting for the loop to yield
 
 
 class _Connection:
@@ -67,10 +73,13 @@ class _OrderedResponses:
     queued and a writer task writes them head first, each when it is ready. `put` waits while the queue is full.
     """
 
-    __slots__ = ("_queue", "_room", "_task", "_writer")
+    __slots__ = ("_flush_due", "_loop", "_queue", "_ready", "_room", "_task", "_writer")
 
     def __init__(self, writer: asyncio.StreamWriter) -> None:
         self._writer = writer
+        self._loop = asyncio.get_running_loop()
+        self._ready: list[bytes] = []  # answers not written yet, older than anything in `_queue`
+        self._flush_due = False
         self._queue: deque[bytes | PendingResponse | None] = deque()
         self._task: asyncio.Task[None] | None = None
         self._room: asyncio.Future[None] | None = None
@@ -79,15 +88,29 @@ class _OrderedResponses:
     def queued(self) -> int:
         return len(self._queue)
 
+    def _flush(self) -> None:
+        """Write the ready answers in one go (also the `call_soon` callback: it runs once the loop yields)."""
+        self._flush_due = False
+        ready = self._ready
+        if ready:
+            self._writer.write(ready[0] if len(ready) == 1 else b"".join(ready))
+            ready.clear()
+
     async def put(self, response: bytes | PendingResponse | None) -> None:
         if self._task is None:
             if type(response) is bytes:
-                self._writer.write(response)
+                self._ready.append(response)
+                if len(self._ready) >= _COALESCE_MAX:
+                    self._flush()
+                elif not self._flush_due:
+                    self._flush_due = True
+                    self._loop.call_soon(self._flush)
                 await self._writer.drain()
                 return
             if response is None:
                 return
-            self._task = asyncio.get_running_loop().create_task(self._write_in_order())
+            self._flush()
+            self._task = self._loop.create_task(self._write_in_order())
         elif self._task.done():
             self._task.result()  # the writer failed: raise its error here, which closes the connection
         self._queue.append(response)
@@ -113,6 +136,7 @@ class _OrderedResponses:
     async def close(self) -> None:
         """Write what is queued (the caller bounds the wait), then drop anything left unwritten."""
         try:
+            self._flush()
             if self._task is not None:
                 await self._task
         finally:
