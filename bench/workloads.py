@@ -7,7 +7,6 @@ of `Sizes.workload_timeout_s`; a run cut short by it says so in a note), and ret
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import itertools
 import multiprocessing
@@ -303,10 +302,9 @@ EMBEDDED_SUBJECTS = ("embedded", "seed")
 
 
 def embedded_round(subject: str, sizes: Sizes) -> dict[Metric, float]:
-    """One round of `bench/embedded_bench.py`'s comparison for one design: produce then consume, msg/s."""
+    """One round of `bench/embedded_bench.py`'s comparison for one design, in a fresh process after a warm-up round
+    (as that bench runs it): produce then consume, msg/s."""
     count, partitions = sizes.embedded_records, sizes.embedded_partitions
-    if subject == "embedded":
-        produced_s, consumed_s = asyncio.run(embedded_bench.kafkalite_round(count, partitions, 1_000))
-    else:
-        produced_s, consumed_s = embedded_bench.seed_round(count, partitions)
+    design = "kafkalite" if subject == "embedded" else "seed"
+    (produced_s, consumed_s, _cpu_s), _peak_rss_mb = embedded_bench.run_child(design, count, partitions, 1_000)
     return {PRODUCE_MSG_S: count / produced_s, CONSUME_MSG_S: count / consumed_s}
