@@ -115,6 +115,13 @@ def test_truncated_request_header_is_a_protocol_error(frame: bytes) -> None:
         decode_request_header(frame, 1)
 
 
+@pytest.mark.parametrize("tagged", [b"\xff\xff\xff\xff\xff\x01", b"\x01\xff\xff\xff\xff\xff\x01"])
+def test_overlong_varint_in_request_header_tagged_fields_is_a_protocol_error(tagged: bytes) -> None:
+    frame = struct.pack(">hhih", 3, 12, 77, 1) + b"c" + tagged
+    with pytest.raises(ProtocolError):
+        decode_request_header(frame, 2)
+
+
 def test_peek_request() -> None:
     assert peek_request(struct.pack(">hhi", 18, 4, -3)) == (18, 4, -3)
 

@@ -148,7 +148,7 @@ def decode_request_header(frame: bytes, header_version: int) -> tuple[RequestHea
         offset += size
         if header_version == 2:
             offset = _skip_tagged_fields(frame, offset)
-    except SerialError as e:
+    except (SerialError, ValueError) as e:  # kio: ValueError for a varint longer than 5 bytes
         raise ProtocolError(f"undecodable request header v{header_version}: {e}") from e
     return RequestHeader(api_key, api_version, correlation_id, client_id), offset
 
