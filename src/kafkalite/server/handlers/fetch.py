@@ -67,7 +67,7 @@ def _read_all(ctx: RequestContext, req: Any) -> tuple[list[Any], int, bool]:
                 partitions.append(_partition_data(ctx, p.partition, UNKNOWN_TOPIC_ID))
                 failed = True
                 continue
-            limit = p.partition_max_bytes if total == 0 else min(p.partition_max_bytes, budget)
+            limit = min(p.partition_max_bytes, budget)  # a read returns its first batch whole, even past limit
             try:
                 data = ctx.broker.fetch(name, p.partition, p.fetch_offset, max(limit, 0))
             except KafkaLiteError as e:
