@@ -7,6 +7,7 @@ import asyncio
 import time
 
 import pytest
+from crc32c import crc32c
 
 import kafkalite
 from kafkalite import errors
@@ -330,3 +331,42 @@ async def test_offsets_log_is_compacted_and_keeps_the_latest(
     assert log.log_start_offset > 0, "the offsets log was never compacted"
     assert log.message_count < 50
     assert [broker.offsets.fetch("g", TOPIC, p).offset for p in range(3)] == [99, 97, 98]  # type: ignore[union-attr]
+
+
+async def test_deleting_some_offsets_takes_keys_from_any_iterable(broker: kafkalite.Broker) -> None:
+    for partition in range(3):
+        await broker.offsets.commit("g", TOPIC, partition, 10 + partition)
+    await broker.offsets.delete("g", ((TOPIC, p) for p in (0, 1)))  # a generator: read once, not once per key
+    assert [broker.offsets.fetch("g", TOPIC, p) is None for p in range(3)] == [True, True, False]
+
+
+# --- review fixes: control batches, retention ----------------------------------------------------------------------
+
+
+async def test_a_produced_control_batch_is_refused(broker: kafkalite.Broker) -> None:
+    await broker.create_topic(TOPIC, partitions=1)
+    control = bytearray(batch(b"marker"))
+    attributes = int.from_bytes(control[21:23], "big") | 0x20  # the control bit: only a broker writes such batches
+    control[21:23] = attributes.to_bytes(2, "big")
+    control[17:21] = crc32c(bytes(control[21:])).to_bytes(4, "big")
+    with pytest.raises(errors.InvalidRecordError):
+        await broker.produce(TOPIC, 0, bytes(control))
+    assert broker.partition(TOPIC, 0).high_watermark == 0
+
+
+async def test_a_failed_retention_pass_does_not_end_retention(
+    make_broker: BrokerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    passes = 0
+
+    def failing_pass(now_ms: int | None = None) -> int:
+        nonlocal passes
+        passes += 1
+        raise OSError("segment file busy")
+
+    async with make_broker(retention_check_interval_s=0.01) as broker:
+        monkeypatch.setattr(broker, "apply_retention", failing_pass)
+        deadline = time.monotonic() + TIMEOUT_S
+        while passes < 2 and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+    assert passes >= 2, "the retention task died with its first failed pass"

@@ -423,7 +423,10 @@ class Broker:
     async def _retention_loop(self) -> None:
         while True:
             await asyncio.sleep(self.config.retention_check_interval_s)
-            self.apply_retention()
+            try:
+                self.apply_retention()
+            except Exception:  # a failed pass (say, a segment file that would not go) must not end retention
+                logger.exception("Retention pass failed; retrying in %ss", self.config.retention_check_interval_s)
 
     def apply_retention(self, now_ms: int | None = None) -> int:
         """Delete whole old segments of every partition per its retention configs; return how many went."""

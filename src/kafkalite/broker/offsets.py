@@ -151,7 +151,8 @@ class OffsetManager:
 
     async def delete(self, group: str, keys: Iterable[tuple[str, int]] | None = None) -> None:
         """Remove a group's offsets (all, or the given topic-partitions) with tombstones."""
-        doomed = [k for k in self._table if k[0] == group and (keys is None or (k[1], k[2]) in set(keys))]
+        wanted = None if keys is None else set(keys)
+        doomed = [k for k in self._table if k[0] == group and (wanted is None or (k[1], k[2]) in wanted)]
         if not doomed:
             return
         await self._write(dict.fromkeys(doomed))

@@ -1,9 +1,10 @@
 """One partition: the append path's checks, its lock, and the long-poll waiters of its readers.
 
 Append, in order, all before the first byte is written: every batch's header, length and CRC (`read_batches`);
-max.message.bytes; idempotent-producer sequences; the capacity caps (`max.partition.messages`,
-`max.partition.bytes`). Then, under the partition's `asyncio.Lock`, base offsets are assigned and the batches
-written. Nothing awaits between the checks and the write, so a refused produce changes nothing.
+no control batch (only a broker writes those: Kafka refuses them from clients too); max.message.bytes;
+idempotent-producer sequences; the capacity caps (`max.partition.messages`, `max.partition.bytes`). Then, under
+the partition's `asyncio.Lock`, base offsets are assigned and the batches written. Nothing awaits between the
+checks and the write, so a refused produce changes nothing.
 
 The lock is per partition, so writers to different partitions never wait for each other; writers to one
 partition keep their order. With one broker the high watermark is the log end offset: a record is readable as
@@ -24,6 +25,7 @@ from kafkalite.broker.producer_state import ProducerStateTable
 from kafkalite.errors import (
     CorruptRecordError,
     DuplicateSequenceError,
+    InvalidRecordError,
     PartitionFullError,
     RecordTooLargeError,
 )
@@ -125,6 +127,8 @@ class Partition:
     def _check_limits(self, batches: list[tuple[int, BatchHeader]], size: int) -> None:
         max_batch = self.config.get_int("max.message.bytes")
         for _, header in batches:
+            if header.is_control:
+                raise InvalidRecordError(f"clients may not write control batches (to {self.topic}-{self.index})")
             if header.size > max_batch:
                 raise RecordTooLargeError(
                     f"batch of {header.size} bytes exceeds max.message.bytes={max_batch} on {self.topic}"
