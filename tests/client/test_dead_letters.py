@@ -202,6 +202,15 @@ async def test_replay_republishes_each_dead_letter_once(broker: kafkalite.Broker
     assert len(broker.dead_letters.list(TOPIC)) == 1  # replay does not delete the dead letter
 
 
+async def test_two_replays_at_once_republish_each_dead_letter_once(broker: kafkalite.Broker) -> None:
+    await broker.create_topic(TOPIC, partitions=1)
+    for offset in range(3):
+        await broker.dead_letters.send(TOPIC, 0, b"k", b"v%d" % offset, [], PoisonError("nope"), offset=offset)
+    counts = await asyncio.gather(broker.dead_letters.replay(TOPIC), broker.dead_letters.replay(TOPIC))
+    assert sorted(counts) == [0, 3]
+    assert broker.partition(TOPIC, 0).high_watermark == 3
+
+
 async def test_replay_of_a_topic_without_dead_letters_is_a_no_op(broker: kafkalite.Broker) -> None:
     await broker.create_topic(TOPIC, partitions=1)
     assert broker.dead_letters.list(TOPIC) == []

@@ -75,6 +75,7 @@ class DeadLetterQueue:
         # Creating or growing a DLQ awaits (the file engine opens logs in a thread): one at a time, or two first dead
         # letters of a topic would both create its partitions.
         self._creating = asyncio.Lock()
+        self._replaying = asyncio.Lock()  # two replays at once would both republish the same letters
 
     async def send(
         self,
@@ -147,22 +148,25 @@ class DeadLetterQueue:
         if dlq is None:
             return 0
         replayed = 0
-        for partition in dlq.partitions:
-            committed = self._broker.offsets.fetch(REPLAY_GROUP, dlq.name, partition.index)
-            start = max(partition.log_start_offset, committed.offset if committed else 0)
-            for letter in self._read(dlq.name, partition.index, start):
-                target = letter.original_partition
-                if not 0 <= target < len(self._broker.topic(letter.original_topic).partitions):
-                    target = letter.dlq_partition
-                batch = build_batch(
-                    [RecordToWrite(letter.value, letter.key, letter.headers)], now_ms=int(time.time() * 1000)
-                )
-                await self._broker.produce(letter.original_topic, target, batch, acks=-1)
-                await self._broker.offsets.commit(REPLAY_GROUP, dlq.name, partition.index, letter.dlq_offset + 1)
-                replayed += 1
+        async with self._replaying:
+            for partition in dlq.partitions:
+                committed = self._broker.offsets.fetch(REPLAY_GROUP, dlq.name, partition.index)
+                start = max(partition.log_start_offset, committed.offset if committed else 0)
+                for letter in self._read(dlq.name, partition.index, start):
+                    await self._republish(dlq.name, letter)
+                    replayed += 1
         if replayed:
             logger.info("Replayed %d dead letters of topic=%s", replayed, topic)
         return replayed
+
+    async def _republish(self, dlq: str, letter: DeadLetter) -> None:
+        """Write one dead letter back to its original partition (or the same-numbered one, if that is gone)."""
+        target = letter.original_partition
+        if not 0 <= target < len(self._broker.topic(letter.original_topic).partitions):
+            target = letter.dlq_partition
+        batch = build_batch([RecordToWrite(letter.value, letter.key, letter.headers)], now_ms=int(time.time() * 1000))
+        await self._broker.produce(letter.original_topic, target, batch, acks=-1)
+        await self._broker.offsets.commit(REPLAY_GROUP, dlq, letter.dlq_partition, letter.dlq_offset + 1)
 
     def _read(self, dlq: str, partition: int, start: int) -> Iterator[DeadLetter]:
         for record in scan_records(self._broker.partition(dlq, partition).log, start):

@@ -154,12 +154,14 @@ class Consumer:
         if self._heartbeat_task is not None:
             self._heartbeat_task.cancel()
             await asyncio.gather(self._heartbeat_task, return_exceptions=True)
-        if self.group_id is not None and self.member_id:
-            if self._auto_commit:
+        try:
+            if self.group_id is not None and self.member_id and self._auto_commit:
                 await self._commit_quietly()
-            self._transport.leave_group(self.group_id, self.member_id)
-            logger.info("%s left group %s", self.name, self.group_id)
-        self._closed = True
+        finally:
+            if self.group_id is not None and self.member_id:
+                self._transport.leave_group(self.group_id, self.member_id)
+                logger.info("%s left group %s", self.name, self.group_id)
+            self._closed = True
 
     # --- consuming --------------------------------------------------------------------------------------------
 
