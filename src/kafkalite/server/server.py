@@ -13,14 +13,16 @@ runs to its return before the next request is decoded, so appends stay in reques
 order; an acks=all answer is still written only after its bytes are durable. What changes is only that the append of
 request N+1 may start while request N waits for the disk, so its fsync round can cover both (group commit across a
 pipelining client's requests, instead of one round trip to the disk per request). At most `MAX_PENDING_RESPONSES`
-answers may wait per connection; at the bound the loop stops reading until the oldest is written (backpressure).
+answers, or `MAX_PENDING_BYTES` of them, may wait per connection; at the bound the loop stops reading until the oldest
+is written (backpressure).
 A request that is not pending while answers are queued goes into the same queue, so order never depends on which
 answers waited.
 
 Answers that are ready at once are not written one `send()` each: they collect while the loop keeps serving the
 frames it already has, and go out in one write when the loop next yields (a `call_soon` callback, so an answer never
-waits behind a request that blocks, such as a Fetch long poll) or when `_COALESCE_MAX` of them have collected. Order is
-unchanged (they are written before anything queued after them) and backpressure too (`drain()` after each answer).
+waits behind a request that blocks, such as a Fetch long poll) or when `_COALESCE_MAX` of them, or
+`_COALESCE_MAX_BYTES`, have collected. Order is unchanged (they are written before anything queued after them) and
+backpressure too (`drain()` after each answer, which sees a big answer at once).
 
 Any exception from a frame (oversized, undecodable, unknown API key, unsupported version) or from a handler closes
 that one connection with a log line; the listener and every other connection carry on.
@@ -51,7 +53,9 @@ log = logging.getLogger("kafkalite.server")
 
 _READ_CHUNK = 64 * 1024
 MAX_PENDING_RESPONSES = 256  # answers queued per connection before the loop stops reading (pipelined durability)
+MAX_PENDING_BYTES = 32 * 1024 * 1024  # ... or bytes of them (Fetch answers can be large)
 _COALESCE_MAX = 64  # ready answers collected before they are written without waiting for the loop to yield
+_COALESCE_MAX_BYTES = _READ_CHUNK  # ... or bytes of them: a big answer goes out before `drain()` so it counts there
 
 
 class _Connection:
@@ -73,14 +77,26 @@ class _OrderedResponses:
     queued and a writer task writes them head first, each when it is ready. `put` waits while the queue is full.
     """
 
-    __slots__ = ("_flush_due", "_loop", "_queue", "_ready", "_room", "_task", "_writer")
+    __slots__ = (
+        "_flush_due",
+        "_loop",
+        "_queue",
+        "_queued_bytes",
+        "_ready",
+        "_ready_bytes",
+        "_room",
+        "_task",
+        "_writer",
+    )
 
     def __init__(self, writer: asyncio.StreamWriter) -> None:
         self._writer = writer
         self._loop = asyncio.get_running_loop()
         self._ready: list[bytes] = []  # answers not written yet, older than anything in `_queue`
+        self._ready_bytes = 0
         self._flush_due = False
         self._queue: deque[bytes | PendingResponse | None] = deque()
+        self._queued_bytes = 0  # of the `bytes` answers in `_queue`
         self._task: asyncio.Task[None] | None = None
         self._room: asyncio.Future[None] | None = None
 
@@ -95,12 +111,14 @@ class _OrderedResponses:
         if ready:
             self._writer.write(ready[0] if len(ready) == 1 else b"".join(ready))
             ready.clear()
+            self._ready_bytes = 0
 
     async def put(self, response: bytes | PendingResponse | None) -> None:
         if self._task is None:
             if type(response) is bytes:
                 self._ready.append(response)
-                if len(self._ready) >= _COALESCE_MAX:
+                self._ready_bytes += len(response)
+                if len(self._ready) >= _COALESCE_MAX or self._ready_bytes >= _COALESCE_MAX_BYTES:
                     self._flush()
                 elif not self._flush_due:
                     self._flush_due = True
@@ -114,7 +132,11 @@ class _OrderedResponses:
         elif self._task.done():
             self._task.result()  # the writer failed: raise its error here, which closes the connection
         self._queue.append(response)
-        while len(self._queue) >= MAX_PENDING_RESPONSES and self._task is not None:
+        if type(response) is bytes:
+            self._queued_bytes += len(response)
+        while self._task is not None and (
+            len(self._queue) >= MAX_PENDING_RESPONSES or self._queued_bytes >= MAX_PENDING_BYTES
+        ):
             self._room = asyncio.get_running_loop().create_future()
             await asyncio.wait([self._room, self._task], return_when=asyncio.FIRST_COMPLETED)
             if self._task is not None and self._task.done():
@@ -126,6 +148,8 @@ class _OrderedResponses:
             head = queue[0]
             response = head if head is None or isinstance(head, bytes) else await head
             queue.popleft()
+            if type(head) is bytes:
+                self._queued_bytes -= len(head)
             if self._room is not None and not self._room.done():
                 self._room.set_result(None)
             if response is not None:
@@ -146,6 +170,7 @@ class _OrderedResponses:
                 if response is not None and not isinstance(response, bytes):
                     response.close()
             self._queue.clear()
+            self._queued_bytes = 0
 
 
 class KafkaServer:
