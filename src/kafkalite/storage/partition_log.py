@@ -105,6 +105,7 @@ class PartitionLog(SegmentedLog[Segment]):
         self._clock = clock
         self._ops = file_ops
         self._closed = False
+        self._fsync_failure: StorageError | None = None  # set by a failed fsync: the log then refuses writes
         self._write_sequence = 1  # opening may have created or cut files: the first sync covers that
         self._synced_sequence = 0
         self._unsynced_segments: dict[int, Segment] = {segments[-1].base_offset: segments[-1]}
@@ -234,7 +235,7 @@ class PartitionLog(SegmentedLog[Segment]):
     # --- the Log interface ------------------------------------------------------------------------------------
 
     def append(self, batch: bytearray, header: BatchHeader) -> tuple[int, int]:
-        self._check_open()
+        self._check_writable()
         base = self._log_end
         last = base + header.last_offset_delta
         now_ms = self._clock()
@@ -277,7 +278,7 @@ class PartitionLog(SegmentedLog[Segment]):
         return None
 
     async def sync(self) -> None:
-        self._check_open()
+        self._check_writable()
         if not self._fsync:
             return
         if self._rolled and self._checkpoint_task is None:  # rolled outside a loop, or the last checkpoint failed
@@ -461,10 +462,11 @@ class PartitionLog(SegmentedLog[Segment]):
             raise
         try:
             await asyncio.to_thread(self._fsync_descriptors, fds, sync_directory)
-        except StorageError:
-            for segment in segments:  # retry them in the next round (the caller decides whether to go on)
-                self._unsynced_segments.setdefault(segment.base_offset, segment)
-            self._directory_unsynced |= sync_directory
+        except StorageError as exc:
+            # A failed fsync may have dropped dirty pages for good, and a later fsync can succeed over the hole
+            # (Linux clears the error once reported). So the log stops: no write is acknowledged on top of bytes
+            # that may be gone. Reopening it (a broker restart) recovers from what is really on disk.
+            self._fsync_failure = exc
             raise
         else:
             self._synced_sequence = max(self._synced_sequence, sequence)
@@ -492,6 +494,14 @@ class PartitionLog(SegmentedLog[Segment]):
     def _check_open(self) -> None:
         if self._closed:
             raise ClosedError(f"the log in {self.directory} is closed")
+
+    def _check_writable(self) -> None:
+        self._check_open()
+        if self._fsync_failure is not None:
+            raise StorageError(
+                f"{self.directory} refuses writes since an fsync failed ({self._fsync_failure}); "
+                "restart the broker to recover the log from disk"
+            )
 
 
 def _segment_bases(directory: Path) -> list[int]:
