@@ -34,6 +34,8 @@ thread, on duplicated file descriptors, so the event loop never blocks and closi
 away from a running fsync. A caller arriving while a round is in flight waits for it, then for the next round, which
 one of those waiting starts; every caller waiting at that moment shares it. `fsync=False` turns `sync` into a no-op
 and every fsync above into nothing (the checkpoint files are still renamed into place, which is enough for kill -9).
+A failed fsync stops the log for writes (appends and syncs raise `StorageError`; reads go on) until it is reopened:
+the kernel may have dropped the dirty pages and would let a later fsync succeed over the hole.
 Index files are fsynced only when their segment is rolled or the log closed: they are derived from the log, so
 recovery may always rebuild them. A roll outside a running event loop leaves the rolled segment queued; the next
 roll or `sync()` under a loop, or `close`, flushes it. A failed checkpoint is logged and retried at the next one; the
