@@ -26,6 +26,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from kafkalite.broker.offsets import OffsetManager
+from kafkalite.errors import ClosedError
 from kafkalite.groups import (
     ErrorCode,
     GroupConfig,
@@ -166,11 +167,14 @@ class GroupService:
         return error
 
     def close(self) -> None:
+        """Shutting down: every JoinGroup/SyncGroup still waiting fails with `ClosedError` (its caller's task was not
+        cancelled, so it must not see a `CancelledError`)."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
         for future in self._waiting.values():
-            future.cancel()
+            if not future.done():
+                future.set_exception(ClosedError("the broker is shutting down"))
         self._waiting.clear()
 
     # --- driver -----------------------------------------------------------------------------------------------
