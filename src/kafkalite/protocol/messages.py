@@ -43,6 +43,7 @@ from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import SerialError
 
 from kafkalite.errors import ProtocolError
+from kafkalite.protocol.request_guard import check_body, request_walker
 from kafkalite.protocol.wire import frame_response
 
 _Convert = Callable[[Any], Any]
@@ -97,7 +98,7 @@ def build(cls: type[Any], fields: dict[str, Any]) -> Any:
 class ApiSchema:
     """The request and response classes of one (api_key, version), and their codecs."""
 
-    __slots__ = ("_module", "_read", "_write", "api_key", "request_type", "response_header_version", "version")
+    __slots__ = ("_module", "_plan", "_read", "_write", "api_key", "request_type", "response_header_version", "version")
 
     def __init__(self, api_key: int, version: int) -> None:
         self.api_key = api_key
@@ -107,6 +108,7 @@ class ApiSchema:
         self._module = sys.modules[response_type.__module__]
         self.response_header_version: int = response_type.__header_schema__.__version__
         self._read = entity_reader(self.request_type)
+        self._plan = request_walker(api_key, version)
         self._write = entity_writer(response_type)
 
     @property
@@ -117,7 +119,13 @@ class ApiSchema:
         """The request body starting at `offset`; bytes after it are ignored, as Kafka does.
 
         kio refuses tagged fields it does not know (Kafka would skip them); such a body is a `ProtocolError` here.
+        Every length and count in the body is first checked against the frame (`request_guard`): kio's native
+        reader allocates by the count the client sent, and a failed allocation aborts the process.
         """
+        try:
+            check_body(self._plan, frame, offset)
+        except ProtocolError as e:
+            raise ProtocolError(f"undecodable api_key={self.api_key} v{self.version} body: {e}") from e
         try:
             request, _ = self._read(frame, offset)
         except (SerialError, ValueError, OverflowError, KeyError) as e:  # kio: KeyError for an unknown tagged field
