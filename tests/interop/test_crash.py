@@ -8,6 +8,7 @@ after writing but before answering, so only single-attempt acknowledgements make
 from __future__ import annotations
 
 import random
+import threading
 import time
 
 import confluent_kafka
@@ -20,6 +21,27 @@ pytestmark = [pytest.mark.interop, pytest.mark.timeout(180)]
 
 ROUNDS = 4
 PARTITIONS = 3
+
+
+class Sender(threading.Thread):
+    """Sends numbered records without pause until `stop` is set, so the kill lands mid-stream."""
+
+    def __init__(self, producer: confluent_kafka.Producer, prefix: str, deliveries: Deliveries) -> None:
+        super().__init__(daemon=True)
+        self.producer, self.prefix, self.deliveries = producer, prefix, deliveries
+        self.stop = threading.Event()
+        self.sent = 0
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            try:
+                value = f"{self.prefix}-{self.sent}".encode()
+                self.producer.produce("crash", value, key=f"{self.sent}".encode(), on_delivery=self.deliveries)
+                self.sent += 1
+            except BufferError:  # librdkafka's queue is full: let it drain
+                self.producer.poll(0.01)
+            if self.sent % 20 == 0:
+                self.producer.poll(0)
 
 
 def test_acknowledged_records_survive_kill_9(serve: Serve) -> None:
@@ -39,18 +61,19 @@ def test_acknowledged_records_survive_kill_9(serve: Serve) -> None:
                 "message.timeout.ms": 5000,
             }
         )
-        crash_at = time.monotonic() + rng.uniform(0.3, 1.5)
-        sent = 0
-        while time.monotonic() < crash_at:
-            for _ in range(20):
-                producer.produce("crash", f"r{round_}-{sent}".encode(), key=f"{sent}".encode(), on_delivery=deliveries)
-                sent += 1
-            producer.poll(0.005)
+        sender = Sender(producer, f"r{round_}", deliveries)
         failed_before = len(deliveries.failed)
+        sender.start()
+        time.sleep(rng.uniform(0.3, 1.5))
         broker.kill()
+        time.sleep(0.05)
+        sender.stop.set()
+        sender.join(WAIT_S)
         producer.flush(WAIT_S)  # what was queued or in flight fails (or was acknowledged just before the kill)
-        assert len(deliveries.failed) > failed_before, "the kill came while records were still being sent"
+        assert len(deliveries.failed) > failed_before, "the producer was still sending when the kill came"
         broker.start()
         assert_acked_exactly_once(deliveries.acked, Confluent(broker.bootstrap).read_all("crash"))
-        print(f"round {round_}: sent {sent}; so far {len(deliveries.acked)} acked, {len(deliveries.failed)} failed")
+        print(
+            f"round {round_}: sent {sender.sent}; so far {len(deliveries.acked)} acked, {len(deliveries.failed)} failed"
+        )
     assert deliveries.acked, "some records were acknowledged before the kills"
