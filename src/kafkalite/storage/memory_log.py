@@ -19,7 +19,7 @@ from collections.abc import Callable
 from kafkalite.errors import ClosedError, OffsetOutOfRangeError
 from kafkalite.protocol.records import BatchHeader, iter_records, patch_base_offset
 from kafkalite.storage.base import LogConfig
-from kafkalite.storage.policy import DEFAULT_CONFIG, NO_TIMESTAMP, should_roll, wall_clock_ms
+from kafkalite.storage.policy import DEFAULT_CONFIG, NO_TIMESTAMP, wall_clock_ms
 from kafkalite.storage.segmented_log import SegmentedLog
 
 
@@ -91,21 +91,7 @@ class MemoryLog(SegmentedLog[_MemorySegment]):
 
     def append(self, batch: bytearray, header: BatchHeader) -> tuple[int, int]:
         self._check_open()
-        base = self._log_end
-        last = base + header.last_offset_delta
-        now_ms = self._clock()
-        active = self._segments[-1]
-        if should_roll(
-            self.config,
-            active,
-            batch_size=len(batch),
-            batch_max_timestamp=header.max_timestamp,
-            batch_last_offset=last,
-            now_ms=now_ms,
-        ):
-            active = _MemorySegment(base, now_ms)
-            self._segments.append(active)
-            self._segment_bases.append(base)
+        active, base, last, now_ms = self._segment_for_append(len(batch), header)
         patch_base_offset(batch, 0, base)
         active.add(bytes(batch), base, header.max_timestamp, now_ms)
         self._log_end = last + 1

@@ -69,7 +69,7 @@ from kafkalite.protocol.records import BatchHeader, patch_base_offset
 from kafkalite.storage.atomic_file import read_file
 from kafkalite.storage.base import LogConfig
 from kafkalite.storage.file_ops import FileOps, replace_atomically
-from kafkalite.storage.policy import DEFAULT_CONFIG, should_roll, wall_clock_ms
+from kafkalite.storage.policy import DEFAULT_CONFIG, wall_clock_ms
 from kafkalite.storage.segment import LOG_SUFFIX, Segment, storage_error
 from kafkalite.storage.segmented_log import SegmentedLog
 
@@ -238,19 +238,7 @@ class PartitionLog(SegmentedLog[Segment]):
 
     def append(self, batch: bytearray, header: BatchHeader) -> tuple[int, int]:
         self._check_writable()
-        base = self._log_end
-        last = base + header.last_offset_delta
-        now_ms = self._clock()
-        active = self._segments[-1]
-        if should_roll(
-            self.config,
-            active,
-            batch_size=len(batch),
-            batch_max_timestamp=header.max_timestamp,
-            batch_last_offset=last,
-            now_ms=now_ms,
-        ):
-            active = self._roll(base, now_ms)
+        active, base, last, now_ms = self._segment_for_append(len(batch), header)
         patch_base_offset(batch, 0, base)
         active.append(batch, last, header.max_timestamp, self.config.index_interval_bytes, now_ms)
         self._log_end = last + 1
@@ -328,9 +316,7 @@ class PartitionLog(SegmentedLog[Segment]):
         rolled = self._segments[-1]
         rolled.become_inactive()
         rolled.release_log_fd()
-        segment = Segment.create(self.directory, base_offset, self._ops, now_ms)
-        self._segments.append(segment)
-        self._segment_bases.append(base_offset)
+        segment = super()._roll(base_offset, now_ms)
         self._directory_unsynced = True
         self._rolled.append((rolled, base_offset))
         self._start_checkpoint()

@@ -4,7 +4,8 @@ An engine is a list of segments (`_segments`, with `_segment_bases` mirroring th
 log start and end offset. How those move when the log is cut (`truncate_to`), records are deleted
 (`delete_records_before`) or old segments expire (`apply_retention`) is one rule, written here once; an engine adds
 what its storage needs through three hooks: `_delete_segments` (segments are leaving the list: delete their files),
-`_log_start_moved` (persist the new log start) and `_before_truncate` (the log is about to be cut).
+`_log_start_moved` (persist the new log start) and `_before_truncate` (the log is about to be cut). Appends choose
+their segment here too (`_segment_for_append`: the roll rule), and an engine extends `_roll` with what a roll costs it.
 
 Invariants: segment base offsets strictly increase and each segment ends where the next begins; the last segment is
 the active one and ends at `log_end_offset`; deletion only ever removes a prefix of whole segments, never the active
@@ -18,8 +19,9 @@ from collections.abc import Callable
 from typing import Generic, Protocol, TypeVar
 
 from kafkalite.errors import OffsetOutOfRangeError
+from kafkalite.protocol.records import BatchHeader
 from kafkalite.storage.base import LogConfig
-from kafkalite.storage.policy import ActiveSegmentStats, count_expired_segments
+from kafkalite.storage.policy import ActiveSegmentStats, count_expired_segments, should_roll
 
 
 class LogSegment(ActiveSegmentStats, Protocol):
@@ -96,6 +98,30 @@ class SegmentedLog(Generic[SegmentT]):
         expired = count_expired_segments(self.config, self._segments, now_ms)
         self._delete_oldest(expired)
         return expired
+
+    def _segment_for_append(self, batch_size: int, header: BatchHeader) -> tuple[SegmentT, int, int, int]:
+        """(segment, base offset, last offset, now) for the next batch: the active segment, or a new one when the
+        roll rule (`policy.should_roll`) says the batch must start one."""
+        base = self._log_end
+        last = base + header.last_offset_delta
+        now_ms = self._clock()
+        active = self._segments[-1]
+        if should_roll(
+            self.config,
+            active,
+            batch_size=batch_size,
+            batch_max_timestamp=header.max_timestamp,
+            batch_last_offset=last,
+            now_ms=now_ms,
+        ):
+            active = self._roll(base, now_ms)
+        return active, base, last, now_ms
+
+    def _roll(self, base_offset: int, now_ms: int) -> SegmentT:
+        segment = self._new_segment(base_offset, now_ms)
+        self._segments.append(segment)
+        self._segment_bases.append(base_offset)
+        return segment
 
     def _delete_oldest(self, count: int) -> None:
         if count <= 0:
