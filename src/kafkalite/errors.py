@@ -20,7 +20,8 @@ a lookup table of its own::
     ├── ProducerFencedError          idempotent-producer state says no (sequence or epoch)
     │   ├── DuplicateSequenceError   the batch was already appended; carries the original offsets
     │   ├── OutOfOrderSequenceError  a gap in the sequence (code 45)
-    │   └── InvalidProducerEpochError  an epoch older than the one the broker knows (code 47)
+    │   ├── InvalidProducerEpochError  an epoch older than the one the broker knows (code 47)
+    │   └── UnknownProducerIdError   a producer id this broker never handed out (code 59)
     ├── RecordTooLargeError          a batch above max.message.bytes (code 10, MESSAGE_TOO_LARGE)
     ├── InvalidRecordError           a key, value or header that is not bytes (also a TypeError) (code 87)
     ├── GroupError                   consumer-group protocol outcomes, each with its Kafka code
@@ -125,6 +126,12 @@ class OutOfOrderSequenceError(ProducerFencedError):
 
 class InvalidProducerEpochError(ProducerFencedError):
     error_code = 47
+
+
+class UnknownProducerIdError(ProducerFencedError):
+    """A batch names a producer id that no InitProducerId of this broker returned: ids are the broker's to hand out."""
+
+    error_code = 59  # UNKNOWN_PRODUCER_ID
 
 
 class RecordTooLargeError(KafkaLiteError):

@@ -278,7 +278,9 @@ class Broker:
     async def _open_partitions(self, topic: Topic, indexes: range) -> list[Partition]:
         log_config = topic.config.log_config()
         if self.data_dir is None:
-            return [Partition(topic.name, i, MemoryLog(log_config), topic.config) for i in indexes]
+            return [
+                Partition(topic.name, i, MemoryLog(log_config), topic.config, self._producer_id_limit) for i in indexes
+            ]
         data_dir = self.data_dir
 
         def open_logs() -> list[Log]:
@@ -287,7 +289,10 @@ class Broker:
             ]
 
         logs = await asyncio.to_thread(open_logs)
-        return [Partition(topic.name, i, log, topic.config) for i, log in zip(indexes, logs, strict=True)]
+        return [
+            Partition(topic.name, i, log, topic.config, self._producer_id_limit)
+            for i, log in zip(indexes, logs, strict=True)
+        ]
 
     # --- produce and fetch ------------------------------------------------------------------------------------
 
@@ -314,11 +319,12 @@ class Broker:
         """Whole batches from `offset` (at least one when any exist), as stored."""
         return self.partition(topic, partition).read(offset, max_bytes)
 
-    async def wait_for_appends(self, partitions: Sequence[Partition], timeout_s: float) -> None:
-        """Return at the first append to any of `partitions`, after `timeout_s` (the Fetch long poll), or at once
-        when the broker is shutting down."""
+    async def wait_for_appends(self, partitions: Sequence[Partition], timeout_s: float) -> bool:
+        """Wait for the first append to any of `partitions` (the Fetch long poll): True when one came, False when
+        `timeout_s` passed, when the broker is shutting down, or at once when there is nothing to wait on (no
+        partitions, no time). A caller that reads again only after True can never spin."""
         if timeout_s <= 0 or not partitions or self._interrupted:
-            return
+            return False
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._long_polls.add(waiter)
         for partition in partitions:
@@ -326,7 +332,9 @@ class Broker:
         try:
             await asyncio.wait_for(waiter, timeout_s)
         except TimeoutError:
-            pass
+            return False
+        else:
+            return not self._interrupted
         finally:
             self._long_polls.discard(waiter)
             for partition in partitions:
@@ -380,6 +388,9 @@ class Broker:
         )
         return await self._producer_ids.init_producer_id(transactional_id, producer_id, producer_epoch, highest_seen)
 
+    def _producer_id_limit(self) -> int:
+        return self._producer_ids.limit
+
     async def _save_producer_id_limit(self, limit: int) -> None:
         if self._store is not None:
             await asyncio.to_thread(self._store.save_producer_id_limit, limit)
@@ -416,7 +427,7 @@ class Broker:
         log_config = config.log_config()
         for index in range(int(document["partitions"])):
             log = PartitionLog.open(data_dir / f"{name}-{index}", log_config, fsync=self.config.fsync)
-            topic.partitions.append(Partition(name, index, log, config))
+            topic.partitions.append(Partition(name, index, log, config, self._producer_id_limit))
         self.topics[name] = topic
         self._topics_by_id[topic.topic_id] = topic
 

@@ -1,10 +1,10 @@
 """One partition: the append path's checks, its lock, and the long-poll waiters of its readers.
 
 Append, in order, all before the first byte is written: every batch's header, length and CRC (`read_batches`);
-no control batch (only a broker writes those: Kafka refuses them from clients too); max.message.bytes;
-idempotent-producer sequences; the capacity caps (`max.partition.messages`, `max.partition.bytes`). Then, under
-the partition's `asyncio.Lock`, base offsets are assigned and the batches written. Nothing awaits between the
-checks and the write, so a refused produce changes nothing.
+no control batch (only a broker writes those: Kafka refuses them from clients too); max.message.bytes; a producer
+id the broker handed out, and idempotent-producer sequences; the capacity caps (`max.partition.messages`,
+`max.partition.bytes`). Then, under the partition's `asyncio.Lock`, base offsets are assigned and the batches
+written. Nothing awaits between the checks and the write, so a refused produce changes nothing.
 
 The lock is per partition, so writers to different partitions never wait for each other; writers to one
 partition keep their order. With one broker the high watermark is the log end offset: a record is readable as
@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from kafkalite.broker.config import TopicConfig
@@ -28,8 +29,9 @@ from kafkalite.errors import (
     InvalidRecordError,
     PartitionFullError,
     RecordTooLargeError,
+    UnknownProducerIdError,
 )
-from kafkalite.protocol.records import BatchHeader, patch_log_append_time, read_batches
+from kafkalite.protocol.records import NO_PRODUCER_ID, BatchHeader, patch_log_append_time, read_batches
 from kafkalite.storage import Log
 
 logger = logging.getLogger("kafkalite.partition")
@@ -58,13 +60,17 @@ class FetchData:
 class Partition:
     """Partition `index` of topic `topic`, over a `Log` engine."""
 
-    def __init__(self, topic: str, index: int, log: Log, config: TopicConfig) -> None:
+    def __init__(
+        self, topic: str, index: int, log: Log, config: TopicConfig, producer_id_limit: Callable[[], int]
+    ) -> None:
+        """`producer_id_limit()` is the broker's bound on the producer ids it handed out (`ProducerIds.limit`)."""
         self.topic = topic
         self.index = index
         self.log = log
         self.config = config
         self.lock = asyncio.Lock()
         self.producers = ProducerStateTable()
+        self._producer_id_limit = producer_id_limit
         self._waiters: set[asyncio.Future[None]] = set()
         self._max_timestamp = -1
         self._rebuild_producer_state()
@@ -93,7 +99,11 @@ class Partition:
         to_append: list[tuple[int, BatchHeader]] = []
         duplicate_of: int | None = None
         for pos, header in batches:
-            if header.producer_id >= 0:
+            if header.producer_id != NO_PRODUCER_ID:
+                if not 0 <= header.producer_id < self._producer_id_limit():
+                    raise UnknownProducerIdError(
+                        f"producer id {header.producer_id} was never handed out by this broker (InitProducerId)"
+                    )
                 try:
                     self.producers.check(header)
                 except DuplicateSequenceError as dup:

@@ -64,6 +64,10 @@ NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
 
 Protocols = Sequence[tuple[str, bytes]]
 
+MEMBER_ID_PREFIX_CHARS = 255
+"""A new member id is its client id (or group instance id) and a UUID. The prefix is cut to this many characters so
+that the id always fits the int16-length string it travels in, whatever client id a request carried."""
+
 
 @dataclass(frozen=True, slots=True)
 class GroupConfig:
@@ -213,6 +217,18 @@ def _join_error(member_id: str, error_code: int) -> JoinResult:
     return JoinResult(error_code=error_code, member_id=member_id)
 
 
+def _first_of_each_name(protocols: Protocols) -> list[tuple[str, bytes]]:
+    """A member's protocols with a repeated name kept once, at its first place (its metadata wins), as Kafka
+    reads them: protocol selection counts and votes per name, so a repeat must not count twice."""
+    seen: set[str] = set()
+    unique = []
+    for name, metadata in protocols:
+        if name not in seen:
+            seen.add(name)
+            unique.append((name, metadata))
+    return unique
+
+
 class GroupCoordinator:
     """All consumer groups of one broker. See the module docstring for the calling convention."""
 
@@ -287,7 +303,7 @@ class GroupCoordinator:
             session_timeout_ms,
             rebalance_timeout_ms,
             protocol_type,
-            list(protocols),
+            _first_of_each_name(protocols),
             now_ms,
         )
         if not self._accept_joining_member(group, member_id):
@@ -325,7 +341,8 @@ class GroupCoordinator:
     ) -> JoinResult | None:
         if not group.supports_protocols(req.protocol_type, [name for name, _ in req.protocols]):
             return _join_error(req.member_id, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
-        new_member_id = f"{req.group_instance_id or req.client_id}-{self.config.new_member_id_suffix()}"
+        prefix = (req.group_instance_id or req.client_id)[:MEMBER_ID_PREFIX_CHARS]
+        new_member_id = f"{prefix}-{self.config.new_member_id_suffix()}"
         if req.group_instance_id is not None:
             old_member_id = group.static_members.get(req.group_instance_id)
             if old_member_id is not None:

@@ -17,6 +17,9 @@ bytes kio reads:
 - strings: compact (uvarint length + 1, 0 = null) when flexible, else int16 length (-1 = null);
 - bytes and records: compact when flexible, else int32 length (-1 = null);
 - arrays: compact (uvarint count + 1, 0 = null) when flexible, else int32 count (-1 = null);
+- a null string, bytes or array where the version's schema allows none is refused here, as Kafka's parser refuses
+  it ("non-nullable field was serialized as null"): kio would read it as None and every handler would have to
+  check, so this is the one place that does;
 - a nullable nested entity: an int8 marker (-1 = null) before it (KIP-893);
 - tagged fields (flexible entities only): uvarint count, then per field its uvarint tag, uvarint size and value.
   Tagged fields are optional by definition, so their values are never nullable (as in kio).
@@ -47,11 +50,11 @@ from kafkalite.errors import ProtocolError
 
 # opcodes
 _FIXED = 0  # (_FIXED, size)
-_CSTR = 1  # (_CSTR,) compact string/bytes, nullable or not (a null in a non-nullable field is kio's to refuse)
-_LSTR16 = 2  # (_LSTR16,) legacy string
-_LBYTES32 = 3  # (_LBYTES32,) legacy bytes/records
-_CARRAY = 4  # (_CARRAY, element plan, element min size)
-_LARRAY = 5  # (_LARRAY, element plan, element min size)
+_CSTR = 1  # (_CSTR, field name or None when nullable) compact string/bytes
+_LSTR16 = 2  # (_LSTR16, field name or None when nullable) legacy string
+_LBYTES32 = 3  # (_LBYTES32, field name or None when nullable) legacy bytes/records
+_CARRAY = 4  # (_CARRAY, element plan, element min size, field name or None when nullable)
+_LARRAY = 5  # (_LARRAY, element plan, element min size, field name or None when nullable)
 _ENTITY = 6  # (_ENTITY, plan, nullable)
 _TAGS = 7  # (_TAGS, {tag: plan})
 
@@ -80,14 +83,15 @@ Plan = tuple[Step, ...]
 Walker = Callable[[bytes, int, int], int]
 
 
-def _primitive_step(kafka_type: str, flexible: bool) -> Step:
+def _primitive_step(kafka_type: str, flexible: bool, non_null: str | None) -> Step:
+    """The step of one primitive value; `non_null` names the field when a null there must be refused."""
     size = _FIXED_SIZES.get(kafka_type)
     if size is not None:
         return (_FIXED, size)
     if kafka_type == "string":
-        return (_CSTR,) if flexible else (_LSTR16,)
+        return (_CSTR, non_null) if flexible else (_LSTR16, non_null)
     if kafka_type in ("bytes", "records"):
-        return (_CSTR,) if flexible else (_LBYTES32,)
+        return (_CSTR, non_null) if flexible else (_LBYTES32, non_null)
     raise NotImplementedError(f"no request guard for kafka_type {kafka_type!r}")
 
 
@@ -122,18 +126,19 @@ def _fold(steps: list[Step]) -> Plan:
 
 def _field_steps(field: dataclasses.Field[Any], flexible: bool, is_tag: bool) -> Plan:
     optional = False if is_tag else is_optional(field)
+    non_null = None if optional else field.name
     field_class = classify_field(field)
     element: Plan
     if isinstance(field_class, PrimitiveField):
-        return (_primitive_step(get_schema_field_type(field), flexible),)
+        return (_primitive_step(get_schema_field_type(field), flexible, non_null),)
     if isinstance(field_class, EntityField):
         return ((_ENTITY, _entity_plan(field_class.type_), optional),)
     if isinstance(field_class, PrimitiveTupleField):
-        element = (_primitive_step(get_schema_field_type(field), flexible),)
+        element = (_primitive_step(get_schema_field_type(field), flexible, field.name),)
     else:
         assert isinstance(field_class, EntityTupleField)
         element = _entity_plan(field_class.type_)
-    return ((_CARRAY if flexible else _LARRAY, element, max(1, _min_size(element))),)
+    return ((_CARRAY if flexible else _LARRAY, element, max(1, _min_size(element)), non_null),)
 
 
 @functools.cache
@@ -200,6 +205,7 @@ def _compile_step(step: Step) -> Walker:
 
         return fixed
     if op == _CSTR:
+        non_null: str | None = step[1]
 
         def compact_bytes(buf: bytes, pos: int, end: int) -> int:
             if pos < end and buf[pos] < 0x80:  # the one-byte varint, inline: this is the hot path
@@ -211,11 +217,14 @@ def _compile_step(step: Step) -> Walker:
                 if n - 1 > end - pos:
                     raise ProtocolError(f"compact string/bytes of {n - 1} bytes but {end - pos} left")
                 return pos + n - 1
+            if not n and non_null:
+                raise ProtocolError(f"null in non-nullable field {non_null!r}")
             return pos
 
         return compact_bytes
     if op in (_LSTR16, _LBYTES32):
         size = 2 if op == _LSTR16 else 4
+        non_null = step[1]
 
         def legacy_bytes(buf: bytes, pos: int, end: int) -> int:
             n = _signed(buf, pos, size, end, "length")
@@ -223,6 +232,8 @@ def _compile_step(step: Step) -> Walker:
             if n < 0:
                 if n != -1:
                     raise ProtocolError(f"negative length {n}")
+                if non_null:
+                    raise ProtocolError(f"null in non-nullable field {non_null!r}")
                 return pos
             if n > end - pos:
                 raise ProtocolError(f"string/bytes of {n} bytes but {end - pos} left")
@@ -233,6 +244,7 @@ def _compile_step(step: Step) -> Walker:
         compact = op == _CARRAY
         element_plan: Plan = step[1]
         min_size: int = step[2]
+        non_null = step[3]
         element_width = element_plan[0][1] if len(element_plan) == 1 and element_plan[0][0] == _FIXED else 0
         element = _compile(element_plan)
 
@@ -244,6 +256,8 @@ def _compile_step(step: Step) -> Walker:
                 else:
                     n, pos = _uvarint(buf, pos, end)
                 if not n:
+                    if non_null:
+                        raise ProtocolError(f"null array in non-nullable field {non_null!r}")
                     return pos
                 n -= 1
             else:
@@ -252,6 +266,8 @@ def _compile_step(step: Step) -> Walker:
                 if n < 0:
                     if n != -1:
                         raise ProtocolError(f"negative array count {n}")
+                    if non_null:
+                        raise ProtocolError(f"null array in non-nullable field {non_null!r}")
                     return pos
             if n * min_size > end - pos:
                 raise ProtocolError(f"array of {n} elements (at least {n * min_size} bytes) but {end - pos} left")

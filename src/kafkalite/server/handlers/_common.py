@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from kafkalite.errors import KafkaLiteError
+from kafkalite.errors import KafkaLiteError, UnknownTopicError
+
+if TYPE_CHECKING:
+    from kafkalite.broker import Broker
 
 log = logging.getLogger("kafkalite.server")
 
@@ -30,3 +33,14 @@ def error_code(exc: Exception) -> int:
 
 def error_message(exc: Exception) -> str:
     return str(exc) or type(exc).__name__
+
+
+def topic_name_by_id(broker: Broker, topic_id: uuid.UUID | None) -> str | None:
+    """The name of the topic with `topic_id`, or None when no topic has it: the answer is then UNKNOWN_TOPIC_ID.
+    The all-zero id names no topic (kio reads it as None)."""
+    if topic_id is None or topic_id == ZERO_UUID:
+        return None
+    try:
+        return broker.topic_by_id(topic_id).name
+    except UnknownTopicError:
+        return None

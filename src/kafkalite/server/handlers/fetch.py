@@ -24,18 +24,12 @@ from kafkalite.broker import Partition
 from kafkalite.errors import KafkaLiteError
 from kafkalite.protocol.wire import ApiKey
 from kafkalite.server.dispatch import RequestContext, handles
-from kafkalite.server.handlers._common import UNKNOWN_TOPIC_ID, error_code
+from kafkalite.server.handlers._common import UNKNOWN_TOPIC_ID, error_code, topic_name_by_id
 
 
 def _topic_name(ctx: RequestContext, topic: Any) -> str | None:
     """The requested topic's name (v13+ requests name it by id); None when the id is unknown."""
-    topic_id = getattr(topic, "topic_id", None)
-    if topic_id is None:
-        return str(topic.topic)
-    try:
-        return ctx.broker.topic_by_id(topic_id).name
-    except KafkaLiteError:
-        return None
+    return topic_name_by_id(ctx.broker, topic.topic_id) if hasattr(topic, "topic_id") else str(topic.topic)
 
 
 def _partition_data(ctx: RequestContext, index: int, code: int, records: bytes = b"", *offsets: int) -> Any:
@@ -108,5 +102,8 @@ async def fetch(ctx: RequestContext, req: Any) -> Any:
         remaining = deadline - time.monotonic()
         if failed or size >= req.min_bytes or remaining <= 0:
             break
-        await ctx.broker.wait_for_appends(_watched_partitions(ctx, req), remaining)
+        # Read again only after an append: no partitions to watch, the deadline or a shutdown end the long poll
+        # with the read just made (as Kafka answers a Fetch of no partitions at once), so no request can spin.
+        if not await ctx.broker.wait_for_appends(_watched_partitions(ctx, req), remaining):
+            break
     return ctx.build("FetchResponse", throttle_time=0, error_code=0, session_id=0, responses=responses)

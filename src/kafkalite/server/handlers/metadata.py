@@ -4,7 +4,7 @@ v1 adds is_internal, controller_id, rack; a null topic list means "all topics" (
 cluster_id · v3 adds throttle_time_ms · v4 adds allow_auto_topic_creation (earlier versions always auto-create) ·
 v5 adds offline_replicas · v7 adds leader_epoch · v8 adds authorized operations · v9 is the first flexible version ·
 v10 adds topic ids · v11 drops cluster authorized operations · v12 allows lookups by topic id alone (name null) ·
-v13 adds a top-level error_code.
+v13 adds a top-level error_code. A null name before v12 is INVALID_REQUEST, as Kafka answers it.
 
 One broker leads every partition. leader_epoch is -1 (unknown), so librdkafka skips OffsetForLeaderEpoch. Unknown
 topics are created when both the broker (`auto_create_topics`) and the request allow it.
@@ -15,10 +15,17 @@ from __future__ import annotations
 from typing import Any
 
 from kafkalite.broker import Topic
-from kafkalite.errors import KafkaLiteError, UnknownTopicError
+from kafkalite.errors import KafkaLiteError
 from kafkalite.protocol.wire import ApiKey
 from kafkalite.server.dispatch import RequestContext, handles
-from kafkalite.server.handlers._common import INT32_MIN, UNKNOWN_TOPIC_ID, ZERO_UUID, error_code
+from kafkalite.server.handlers._common import (
+    INT32_MIN,
+    INVALID_REQUEST,
+    UNKNOWN_TOPIC_ID,
+    ZERO_UUID,
+    error_code,
+    topic_name_by_id,
+)
 
 
 def _topic(ctx: RequestContext, topic: Topic) -> Any:
@@ -55,10 +62,12 @@ def _topic_entry(
 
 async def _requested_topic(ctx: RequestContext, name: str | None, topic_id: Any, auto_create: bool) -> Any:
     if name is None:
-        try:
-            return _topic(ctx, ctx.broker.topic_by_id(topic_id))
-        except UnknownTopicError:
-            return _topic_entry(ctx, UNKNOWN_TOPIC_ID, None, topic_id)
+        if ctx.version < 12:  # v10-11 carry topic ids but may not look a topic up by one (the answer needs a name)
+            return _topic_entry(ctx, INVALID_REQUEST, "", ZERO_UUID)
+        found = topic_name_by_id(ctx.broker, topic_id)
+        if found is None:
+            return _topic_entry(ctx, UNKNOWN_TOPIC_ID, None, topic_id or ZERO_UUID)
+        return _topic(ctx, ctx.broker.topic(found))
     try:
         topic = await ctx.broker.ensure_topic(name) if auto_create else ctx.broker.topic(name)
     except KafkaLiteError as e:

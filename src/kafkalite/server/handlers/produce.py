@@ -28,11 +28,17 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from kafkalite.errors import KafkaLiteError, ProtocolError, UnknownTopicError
+from kafkalite.errors import KafkaLiteError, ProtocolError
 from kafkalite.protocol.messages import BodyTemplate
 from kafkalite.protocol.wire import ApiKey
 from kafkalite.server.dispatch import AfterDurable, RequestContext, handles
-from kafkalite.server.handlers._common import UNKNOWN_TOPIC_ID, error_code, error_message
+from kafkalite.server.handlers._common import (
+    UNKNOWN_TOPIC_ID,
+    ZERO_UUID,
+    error_code,
+    error_message,
+    topic_name_by_id,
+)
 
 INVALID_REQUIRED_ACKS = 21
 CORRUPT_MESSAGE = 2
@@ -60,14 +66,17 @@ async def _append_partition(ctx: RequestContext, topic: str, index: int, records
 
 async def _append_topic(ctx: RequestContext, topic_data: Any, acks: int) -> tuple[Any, str | None, list[_Outcome]]:
     """(the topic as requested, its name when known, one outcome per partition)."""
-    topic_id = getattr(topic_data, "topic_id", None)
-    try:
-        name = ctx.broker.topic_by_id(topic_id).name if topic_id is not None else topic_data.name
-        if topic_id is None:
+    if hasattr(topic_data, "topic_id"):  # v13+ names the topic by id only; an unknown id is never auto-created
+        name = topic_name_by_id(ctx.broker, topic_data.topic_id)
+        if name is None:
+            message = f"no topic has id {topic_data.topic_id or ZERO_UUID}"
+            return topic_data, None, [_failed(p.index, UNKNOWN_TOPIC_ID, message) for p in topic_data.partition_data]
+    else:
+        name = topic_data.name
+        try:
             await ctx.broker.ensure_topic(name)
-    except KafkaLiteError as e:
-        code = UNKNOWN_TOPIC_ID if isinstance(e, UnknownTopicError) and topic_id is not None else e.error_code
-        return topic_data, None, [_failed(p.index, code, str(e)) for p in topic_data.partition_data]
+        except KafkaLiteError as e:
+            return topic_data, None, [_failed(p.index, e.error_code, str(e)) for p in topic_data.partition_data]
     return (
         topic_data,
         name,
