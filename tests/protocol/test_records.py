@@ -448,7 +448,7 @@ def test_bad_xerial_streams(stream: bytes, reason: str) -> None:
 
 
 def test_snappy_declared_size_is_capped_before_decompressing(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(records, "MAX_DECOMPRESSED_BYTES", 1000)
+    monkeypatch.setattr(records.compression, "MAX_DECOMPRESSED_BYTES", 1000)
     raw = bytes(cramjam.snappy.compress_raw(b"a" * 1001))
     for body in (raw, XERIAL_HEADER + struct.pack(">i", len(raw)) + raw):
         with pytest.raises(CorruptRecordError, match="exceeds the limit of 1000"):

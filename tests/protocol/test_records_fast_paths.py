@@ -19,13 +19,13 @@ from kafkalite.protocol.records import (
     HEADER_SIZE,
     Record,
     RecordToWrite,
-    _decode_record,
     build_batch,
     decode_columns,
     encode_record,
     iter_records,
     read_header,
 )
+from kafkalite.protocol.records.codec import _decode_record
 
 NOW = 1_700_000_000_000
 

@@ -2,9 +2,10 @@
 
 `GroupCoordinator` (coordinator.py) holds every group and answers JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
 DescribeGroups, ListGroups, DeleteGroups and the OffsetCommit membership check; the rules and the state table are in
-`_state.py`; results and error codes in `results.py`; range/roundrobin/sticky in `assignors.py`; the "consumer"
-protocol bytes in `consumer_protocol.py`. This package imports nothing of KafkaLite's but `kafkalite.errors`: no
-asyncio, no clock, no storage. Time is passed in as `now_ms`.
+`_state.py`; the rebalance, timers firing and the reply outbox in `rebalance.py`; members, groups and their
+deadlines in `membership.py`; results and error codes in `results.py`; range/roundrobin/sticky in `assignors.py`;
+the "consumer" protocol bytes in `consumer_protocol.py`. This package imports nothing of KafkaLite's but
+`kafkalite.errors`: no asyncio, no clock, no storage. Time is passed in as `now_ms`.
 """
 
 from kafkalite.groups._state import GroupState

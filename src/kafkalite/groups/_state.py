@@ -8,7 +8,7 @@ Every state change of a group goes through `transition()` below, checked against
       └────────JOIN_COMPLETED_EMPTY┘        └────────PREPARE_REBALANCE───────┴──────────PREPARE_REBALANCE───────┘
     Empty ──DELETE──► Dead   (Dead is final: the group is dropped from the coordinator)
 
-Rules (each is what Apache Kafka's GroupCoordinator does; `coordinator.py` implements them):
+Rules (each is what Apache Kafka's GroupCoordinator does; `coordinator.py` and `rebalance.py` implement them):
 
 1. A group is created by the first JoinGroup with an empty member id (or by a standalone offset commit) in Empty.
    Its protocol type is fixed by the first member; a joiner must use the same type and share at least one protocol

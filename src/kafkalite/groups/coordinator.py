@@ -1,7 +1,9 @@
 """The group coordinator: every consumer group of the broker, as a sans-I/O state machine (Kafka's classic protocol).
 
-The rules and the state table are in `_state.py`; this module applies them. It does no I/O, holds no clock and
-never blocks. The caller (the wire handlers and the embedded consumer, through one async driver) feeds it:
+This module answers the group APIs. The rules and the state table are in `_state.py`; who is in a group and its
+timers in `membership.py`; the rebalance (every state change, the timers firing, the reply outbox) in
+`rebalance.py`, whose `RebalanceMachine` `GroupCoordinator` extends. It does no I/O, holds no clock and never blocks.
+The caller (the wire handlers and the embedded consumer, through one async driver) feeds it:
 
 * requests — `join()`, `sync()`, `heartbeat()`, `leave()`, `validate_offset_commit()`, `describe()`,
   `list_groups()`, `delete_group()` — each with the current time `now_ms` (a monotonic clock in milliseconds);
@@ -18,12 +20,8 @@ rejoin (REBALANCE_IN_PROGRESS), or superseded by a newer JoinGroup/SyncGroup of 
 
 Time. Every call first fires the timers that are due at `now_ms`, each as if at its own deadline and in deadline
 order, so outcomes do not depend on how often the driver ticks; a timer due "now" (initial rebalance delay 0) fires
-before the call returns, which is why a lone consumer's first join completes at once.
-
-Timers: per group, the rebalance deadline (PreparingRebalance) and the SyncGroup deadline (members that got a
-JoinGroup reply must sync within the rebalance timeout); per member, the session (last heartbeat + session timeout,
-suspended while the member has a pending join or sync) or, for a member whose first join is pending,
-`NEW_MEMBER_JOIN_TIMEOUT_MS`; per member id handed out with MEMBER_ID_REQUIRED, its session timeout.
+before the call returns, which is why a lone consumer's first join completes at once. The timers are listed in
+`membership.py`.
 
 Invariants: a group in the map is never Dead (deleting drops it); every member has at most one pending join ticket
 and one pending sync ticket; `leader_id` names a member whenever the group has members; pending syncs exist only in
@@ -36,19 +34,24 @@ member rejoining with a new member id answers like JoinGroup < v9 (no skip_assig
 
 from __future__ import annotations
 
-import uuid
-from collections import Counter
-from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 
-from kafkalite.groups._state import TRANSITIONS, GroupEvent, GroupState, transition
+from kafkalite.groups._state import GroupEvent, GroupState
+from kafkalite.groups.membership import (
+    MEMBER_ID_PREFIX_CHARS,
+    NEW_MEMBER_JOIN_TIMEOUT_MS,
+    Group,
+    Member,
+    Protocols,
+    first_of_each_name,
+)
+from kafkalite.groups.rebalance import GroupConfig, RebalanceMachine, join_error
 from kafkalite.groups.results import (
-    CompletedReply,
     ErrorCode,
     GroupDescription,
     GroupListing,
     HeartbeatResult,
-    JoinMember,
     JoinPending,
     JoinResult,
     LeaveResult,
@@ -59,209 +62,11 @@ from kafkalite.groups.results import (
     SyncResult,
 )
 
-NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
-"""Kafka's GroupCoordinator.NewMemberJoinTimeoutMs: a new member's pending first join holds it this long at most."""
-
-Protocols = Sequence[tuple[str, bytes]]
-
-MEMBER_ID_PREFIX_CHARS = 255
-"""A new member id is its client id (or group instance id) and a UUID. The prefix is cut to this many characters so
-that the id always fits the int16-length string it travels in, whatever client id a request carried."""
+__all__ = ["NEW_MEMBER_JOIN_TIMEOUT_MS", "GroupConfig", "GroupCoordinator"]
 
 
-@dataclass(frozen=True, slots=True)
-class GroupConfig:
-    """Coordinator settings, named after Kafka's broker configs.
-
-    min/max_session_timeout_ms: group.min.session.timeout.ms / group.max.session.timeout.ms (Kafka's defaults;
-    the embedded broker passes min 1 so tests can use short sessions). initial_rebalance_delay_ms:
-    group.initial.rebalance.delay.ms — Kafka's default is 3000, ours 0 so a single consumer starts at once.
-    max_group_size: group.max.size (None = unlimited, Kafka's Int.MaxValue). new_member_id_suffix makes member ids
-    `{client_id}-{suffix}` (`{group_instance_id}-{suffix}` for static members); tests pass a counter.
-    """
-
-    min_session_timeout_ms: int = 6000
-    max_session_timeout_ms: int = 1_800_000
-    initial_rebalance_delay_ms: int = 0
-    max_group_size: int | None = None
-    new_member_id_suffix: Callable[[], str] = field(default=lambda: str(uuid.uuid4()))
-
-
-@dataclass(slots=True)
-class _Member:
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    client_host: str
-    rebalance_timeout_ms: int
-    session_timeout_ms: int
-    protocol_type: str
-    protocols: list[tuple[str, bytes]]
-    last_heartbeat_ms: int
-    new_member_deadline_ms: int
-    is_new: bool = True
-    assignment: bytes = b""
-    join_ticket: int | None = None
-    sync_ticket: int | None = None
-
-    def supports(self, protocol_name: str) -> bool:
-        return any(name == protocol_name for name, _ in self.protocols)
-
-    def metadata(self, protocol_name: str) -> bytes:
-        return next(meta for name, meta in self.protocols if name == protocol_name)
-
-    def vote(self, candidates: Collection[str]) -> str:
-        return next(name for name, _ in self.protocols if name in candidates)
-
-    def session_deadline_ms(self) -> int | None:
-        """When this member expires; None while the coordinator itself holds it up (rule 7)."""
-        if self.join_ticket is not None:
-            return self.new_member_deadline_ms if self.is_new else None
-        if self.sync_ticket is not None:
-            return None
-        return self.last_heartbeat_ms + self.session_timeout_ms
-
-
-@dataclass(slots=True)
-class _Group:
-    group_id: str
-    state: GroupState = GroupState.EMPTY
-    generation_id: int = 0
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-    leader_id: str | None = None
-    members: dict[str, _Member] = field(default_factory=dict)
-    pending_members: dict[str, int] = field(default_factory=dict)  # MEMBER_ID_REQUIRED id -> expiry
-    static_members: dict[str, str] = field(default_factory=dict)  # group_instance_id -> member id
-    pending_sync: set[str] = field(default_factory=set)
-    join_deadline_ms: int | None = None
-    initial_join: bool = False
-    initial_remaining_ms: int = 0
-    new_member_added: bool = False
-    sync_deadline_ms: int | None = None
-    keep_when_empty: bool = False
-
-    def move(self, event: GroupEvent) -> None:
-        self.state = transition(self.state, event)
-
-    def rebalance_timeout_ms(self) -> int:
-        return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
-
-    def all_joined(self) -> bool:
-        return not self.pending_members and all(m.join_ticket is not None for m in self.members.values())
-
-    def supports_protocols(self, protocol_type: str, names: Collection[str]) -> bool:
-        if self.state is GroupState.EMPTY:
-            return bool(protocol_type) and bool(names)
-        counts = Counter(name for m in self.members.values() for name, _ in m.protocols)
-        return self.protocol_type == protocol_type and any(counts[n] == len(self.members) for n in names)
-
-    def select_protocol(self) -> str:
-        counts = Counter(name for m in self.members.values() for name, _ in m.protocols)
-        candidates = {name for name, n in counts.items() if n == len(self.members)}
-        votes = [m.vote(candidates) for m in self.members.values()]
-        tally = Counter(votes)
-        most = max(tally.values())
-        return next(v for v in votes if tally[v] == most)
-
-    def add(self, member: _Member) -> None:
-        if not self.members:
-            self.protocol_type = member.protocol_type
-        if self.leader_id is None:
-            self.leader_id = member.member_id
-        if member.group_instance_id is not None:
-            self.static_members[member.group_instance_id] = member.member_id
-        self.members[member.member_id] = member
-        self.pending_members.pop(member.member_id, None)
-
-    def remove(self, member_id: str) -> None:
-        member = self.members.pop(member_id)
-        if member.group_instance_id is not None:
-            self.static_members.pop(member.group_instance_id, None)
-        if self.leader_id == member_id:
-            self.leader_id = next(iter(self.members), None)
-        self.pending_sync.discard(member_id)
-
-    def join_members(self) -> tuple[JoinMember, ...]:
-        assert self.protocol_name is not None
-        name = self.protocol_name
-        return tuple(JoinMember(m.member_id, m.group_instance_id, m.metadata(name)) for m in self.members.values())
-
-    def join_result(self, member_id: str, *, with_members: bool) -> JoinResult:
-        return JoinResult(
-            error_code=ErrorCode.NONE,
-            member_id=member_id,
-            generation_id=self.generation_id,
-            protocol_type=self.protocol_type,
-            protocol_name=self.protocol_name,
-            leader_id=self.leader_id or "",
-            members=self.join_members() if with_members else (),
-        )
-
-    def next_timer(self) -> tuple[int, str, str] | None:
-        """The earliest (deadline, kind, key) of this group's timers."""
-        timers: list[tuple[int, str, str]] = []
-        if self.join_deadline_ms is not None:
-            timers.append((self.join_deadline_ms, "join", ""))
-        if self.sync_deadline_ms is not None:
-            timers.append((self.sync_deadline_ms, "sync", ""))
-        for member in self.members.values():
-            deadline = member.session_deadline_ms()
-            if deadline is not None:
-                timers.append((deadline, "session", member.member_id))
-        timers.extend((deadline, "pending", member_id) for member_id, deadline in self.pending_members.items())
-        return min(timers, default=None)
-
-
-def _join_error(member_id: str, error_code: int) -> JoinResult:
-    return JoinResult(error_code=error_code, member_id=member_id)
-
-
-def _first_of_each_name(protocols: Protocols) -> list[tuple[str, bytes]]:
-    """A member's protocols with a repeated name kept once, at its first place (its metadata wins), as Kafka
-    reads them: protocol selection counts and votes per name, so a repeat must not count twice."""
-    seen: set[str] = set()
-    unique = []
-    for name, metadata in protocols:
-        if name not in seen:
-            seen.add(name)
-            unique.append((name, metadata))
-    return unique
-
-
-class GroupCoordinator:
+class GroupCoordinator(RebalanceMachine):
     """All consumer groups of one broker. See the module docstring for the calling convention."""
-
-    def __init__(self, config: GroupConfig | None = None) -> None:
-        self.config = config or GroupConfig()
-        self._groups: dict[str, _Group] = {}
-        self._completed: dict[int, CompletedReply] = {}
-        self._next_ticket = 1
-
-    # ---- driver interface ----------------------------------------------------------------------------------------
-
-    def take_completed(self) -> list[tuple[int, CompletedReply]]:
-        """Replies completed since the last call, in completion order, as (ticket, JoinResult | SyncResult)."""
-        completed = list(self._completed.items())
-        self._completed.clear()
-        return completed
-
-    def next_deadline_ms(self) -> int | None:
-        """The earliest time at which `tick()` has work to do; None when no timer is running."""
-        deadlines = [t[0] for g in self._groups.values() if (t := g.next_timer()) is not None]
-        return min(deadlines, default=None)
-
-    def tick(self, now_ms: int) -> None:
-        """Fire every timer due at `now_ms`: expire sessions, finish rebalances, drop members that did not sync."""
-        while True:
-            due: tuple[int, str, str, _Group] | None = None
-            for group in self._groups.values():
-                timer = group.next_timer()
-                if timer is not None and timer[0] <= now_ms and (due is None or timer[0] < due[0]):
-                    due = (*timer, group)
-            if due is None:
-                return
-            self._fire(due[3], due[1], due[2], due[0])
 
     # ---- JoinGroup -----------------------------------------------------------------------------------------------
 
@@ -286,14 +91,14 @@ class GroupCoordinator:
         self.tick(now_ms)
         ticket = self._new_ticket()
         if not group_id:
-            return _join_error(member_id, ErrorCode.INVALID_GROUP_ID)
+            return join_error(member_id, ErrorCode.INVALID_GROUP_ID)
         if not self.config.min_session_timeout_ms <= session_timeout_ms <= self.config.max_session_timeout_ms:
-            return _join_error(member_id, ErrorCode.INVALID_SESSION_TIMEOUT)
+            return join_error(member_id, ErrorCode.INVALID_SESSION_TIMEOUT)
         group = self._groups.get(group_id)
         if group is None:
             if member_id:
-                return _join_error(member_id, ErrorCode.UNKNOWN_MEMBER_ID)
-            group = self._groups[group_id] = _Group(group_id)
+                return join_error(member_id, ErrorCode.UNKNOWN_MEMBER_ID)
+            group = self._groups[group_id] = Group(group_id)
         request = _JoinRequest(
             ticket,
             member_id,
@@ -303,13 +108,13 @@ class GroupCoordinator:
             session_timeout_ms,
             rebalance_timeout_ms,
             protocol_type,
-            _first_of_each_name(protocols),
+            first_of_each_name(protocols),
             now_ms,
         )
         if not self._accept_joining_member(group, member_id):
             if member_id in group.members:
                 self._remove_member_and_update(group, group.members[member_id], now_ms)
-            result: JoinResult | None = _join_error("", ErrorCode.GROUP_MAX_SIZE_REACHED)
+            result: JoinResult | None = join_error("", ErrorCode.GROUP_MAX_SIZE_REACHED)
         elif not member_id:
             result = self._join_unknown_member(group, request, require_known_member_id)
         else:
@@ -326,7 +131,7 @@ class GroupCoordinator:
             return completed
         return JoinPending(ticket)
 
-    def _accept_joining_member(self, group: _Group, member_id: str) -> bool:
+    def _accept_joining_member(self, group: Group, member_id: str) -> bool:
         limit = self.config.max_group_size
         if limit is None or group.state is GroupState.EMPTY:
             return True
@@ -336,11 +141,9 @@ class GroupCoordinator:
             return (member is not None and member.join_ticket is not None) or awaiting < limit
         return member is not None or len(group.members) < limit
 
-    def _join_unknown_member(
-        self, group: _Group, req: _JoinRequest, require_known_member_id: bool
-    ) -> JoinResult | None:
+    def _join_unknown_member(self, group: Group, req: _JoinRequest, require_known_member_id: bool) -> JoinResult | None:
         if not group.supports_protocols(req.protocol_type, [name for name, _ in req.protocols]):
-            return _join_error(req.member_id, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+            return join_error(req.member_id, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
         prefix = (req.group_instance_id or req.client_id)[:MEMBER_ID_PREFIX_CHARS]
         new_member_id = f"{prefix}-{self.config.new_member_id_suffix()}"
         if req.group_instance_id is not None:
@@ -349,22 +152,22 @@ class GroupCoordinator:
                 return self._replace_static_member(group, old_member_id, new_member_id, req)
         elif require_known_member_id:
             group.pending_members[new_member_id] = req.now_ms + req.session_timeout_ms
-            return _join_error(new_member_id, ErrorCode.MEMBER_ID_REQUIRED)
+            return join_error(new_member_id, ErrorCode.MEMBER_ID_REQUIRED)
         self._add_member_and_rebalance(group, new_member_id, req)
         return None
 
-    def _join_known_member(self, group: _Group, req: _JoinRequest) -> JoinResult | None:
+    def _join_known_member(self, group: Group, req: _JoinRequest) -> JoinResult | None:
         if not group.supports_protocols(req.protocol_type, [name for name, _ in req.protocols]):
-            return _join_error(req.member_id, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+            return join_error(req.member_id, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
         if req.member_id in group.pending_members:
             self._add_member_and_rebalance(group, req.member_id, req)
             return None
         error = self._validate_member(group, req.member_id, req.group_instance_id)
         if error:
-            return _join_error(req.member_id, error)
+            return join_error(req.member_id, error)
         member = group.members.get(req.member_id)
         if member is None or group.state is GroupState.EMPTY:
-            return _join_error(req.member_id, ErrorCode.UNKNOWN_MEMBER_ID)
+            return join_error(req.member_id, ErrorCode.UNKNOWN_MEMBER_ID)
         unchanged = member.protocols == req.protocols
         if group.state is GroupState.COMPLETING_REBALANCE and unchanged:
             # A retry of a JoinGroup whose reply was lost: answer the current generation again.
@@ -377,8 +180,8 @@ class GroupCoordinator:
         self._maybe_prepare_rebalance(group, req.now_ms)
         return None
 
-    def _add_member_and_rebalance(self, group: _Group, member_id: str, req: _JoinRequest) -> None:
-        member = _Member(
+    def _add_member_and_rebalance(self, group: Group, member_id: str, req: _JoinRequest) -> None:
+        member = Member(
             member_id=member_id,
             group_instance_id=req.group_instance_id,
             client_id=req.client_id,
@@ -396,22 +199,22 @@ class GroupCoordinator:
         group.add(member)
         self._maybe_prepare_rebalance(group, req.now_ms)
 
-    def _update_member(self, member: _Member, req: _JoinRequest) -> None:
+    def _update_member(self, member: Member, req: _JoinRequest) -> None:
         member.protocols = req.protocols
         member.rebalance_timeout_ms = req.rebalance_timeout_ms
         member.session_timeout_ms = req.session_timeout_ms
         if member.join_ticket is not None:
-            self._complete(member.join_ticket, _join_error(member.member_id, ErrorCode.REBALANCE_IN_PROGRESS))
+            self._complete(member.join_ticket, join_error(member.member_id, ErrorCode.REBALANCE_IN_PROGRESS))
         member.join_ticket = req.ticket
 
     def _replace_static_member(
-        self, group: _Group, old_member_id: str, new_member_id: str, req: _JoinRequest
+        self, group: Group, old_member_id: str, new_member_id: str, req: _JoinRequest
     ) -> JoinResult | None:
         """A static member came back with an empty member id: it takes over its instance id; the old id is fenced."""
         old_leader = group.leader_id or ""
         member = group.members.pop(old_member_id)
         if member.join_ticket is not None:
-            self._complete(member.join_ticket, _join_error(old_member_id, ErrorCode.FENCED_INSTANCE_ID))
+            self._complete(member.join_ticket, join_error(old_member_id, ErrorCode.FENCED_INSTANCE_ID))
             member.join_ticket = None
         if member.sync_ticket is not None:
             self._complete(member.sync_ticket, SyncResult(ErrorCode.FENCED_INSTANCE_ID))
@@ -502,24 +305,10 @@ class GroupCoordinator:
             return completed
         return SyncPending(ticket)
 
-    def _synced(self, group: _Group, member_id: str) -> None:
+    def _synced(self, group: Group, member_id: str) -> None:
         group.pending_sync.discard(member_id)
         if not group.pending_sync:
             group.sync_deadline_ms = None
-
-    def _propagate_assignment(self, group: _Group, error: int, now_ms: int) -> None:
-        ok = error == ErrorCode.NONE
-        for member in group.members.values():
-            if member.sync_ticket is not None:
-                result = SyncResult(
-                    error,
-                    group.protocol_type if ok else None,
-                    group.protocol_name if ok else None,
-                    member.assignment,
-                )
-                self._complete(member.sync_ticket, result)
-                member.sync_ticket = None
-                member.last_heartbeat_ms = now_ms
 
     # ---- Heartbeat, LeaveGroup, offset commits -------------------------------------------------------------------
 
@@ -557,7 +346,7 @@ class GroupCoordinator:
         self.tick(now_ms)
         return LeaveResult(ErrorCode.NONE, tuple(outcomes))
 
-    def _leave_one(self, group: _Group, leaving: LeavingMember, now_ms: int) -> ErrorCode:
+    def _leave_one(self, group: Group, leaving: LeavingMember, now_ms: int) -> ErrorCode:
         member_id = leaving.member_id
         if not member_id:
             current = group.static_members.get(leaving.group_instance_id or "")
@@ -597,7 +386,7 @@ class GroupCoordinator:
         if group is None:
             if generation_id >= 0:
                 return ErrorCode.ILLEGAL_GENERATION
-            group = self._groups[group_id] = _Group(group_id, keep_when_empty=True)
+            group = self._groups[group_id] = Group(group_id, keep_when_empty=True)
         if generation_id >= 0 or member_id or group_instance_id is not None:
             error = self._validate_member(group, member_id, group_instance_id)
             if error:
@@ -663,134 +452,15 @@ class GroupCoordinator:
         del self._groups[group_id]
         return ErrorCode.NONE
 
-    # ---- the rebalance -------------------------------------------------------------------------------------------
-
-    def _maybe_prepare_rebalance(self, group: _Group, now_ms: int) -> None:
-        if GroupEvent.PREPARE_REBALANCE in TRANSITIONS[group.state]:
-            self._prepare_rebalance(group, now_ms)
-
-    def _prepare_rebalance(self, group: _Group, now_ms: int) -> None:
-        if group.state is GroupState.COMPLETING_REBALANCE:
-            for member in group.members.values():
-                member.assignment = b""
-            self._propagate_assignment(group, ErrorCode.REBALANCE_IN_PROGRESS, now_ms)
-        group.sync_deadline_ms = None
-        rebalance_timeout = group.rebalance_timeout_ms()
-        if group.state is GroupState.EMPTY:
-            delay = self.config.initial_rebalance_delay_ms
-            group.initial_join = True
-            group.initial_remaining_ms = max(rebalance_timeout - delay, 0)
-            group.join_deadline_ms = now_ms + delay
-        else:
-            group.initial_join = False
-            group.join_deadline_ms = now_ms + rebalance_timeout
-        group.move(GroupEvent.PREPARE_REBALANCE)
-        self._try_complete_join(group, now_ms)
-
-    def _try_complete_join(self, group: _Group, now_ms: int) -> None:
-        if not group.initial_join and group.all_joined():
-            self._complete_join(group, now_ms)
-
-    def _complete_join(self, group: _Group, now_ms: int) -> None:
-        group.join_deadline_ms = None
-        group.initial_join = False
-        group.new_member_added = False
-        for member in [m for m in group.members.values() if m.join_ticket is None and m.group_instance_id is None]:
-            group.remove(member.member_id)
-        if group.members and not self._elect_joined_leader(group):
-            # Only static members that did not rejoin are left: wait for them (or for their sessions to end).
-            group.join_deadline_ms = now_ms + max(group.rebalance_timeout_ms(), 1)
-            return
-        group.generation_id += 1
-        group.pending_sync.clear()
-        if not group.members:
-            group.protocol_name = None
-            group.move(GroupEvent.JOIN_COMPLETED_EMPTY)
-            return
-        group.protocol_name = group.select_protocol()
-        group.move(GroupEvent.JOIN_COMPLETED)
-        for member in group.members.values():
-            if member.join_ticket is not None:
-                result = group.join_result(member.member_id, with_members=member.member_id == group.leader_id)
-                self._complete(member.join_ticket, result)
-                member.join_ticket = None
-            member.last_heartbeat_ms = now_ms
-            member.is_new = False
-            group.pending_sync.add(member.member_id)
-        group.sync_deadline_ms = now_ms + group.rebalance_timeout_ms()
-
-    def _elect_joined_leader(self, group: _Group) -> bool:
-        leader = group.members.get(group.leader_id or "")
-        if leader is None:
-            return False
-        if leader.join_ticket is not None:
-            return True
-        joined = next((m for m in group.members.values() if m.join_ticket is not None), None)
-        if joined is None:
-            return False
-        group.leader_id = joined.member_id
-        return True
-
-    def _remove_member_and_update(self, group: _Group, member: _Member, now_ms: int) -> None:
-        if member.join_ticket is not None:
-            self._complete(member.join_ticket, _join_error("", ErrorCode.UNKNOWN_MEMBER_ID))
-            member.join_ticket = None
-        if member.sync_ticket is not None:
-            self._complete(member.sync_ticket, SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
-            member.sync_ticket = None
-        group.remove(member.member_id)
-        if group.state is GroupState.PREPARING_REBALANCE:
-            self._try_complete_join(group, now_ms)
-        elif group.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
-            self._prepare_rebalance(group, now_ms)
-
-    # ---- timers --------------------------------------------------------------------------------------------------
-
-    def _fire(self, group: _Group, kind: str, key: str, at_ms: int) -> None:
-        if kind == "join":
-            if group.initial_join and group.new_member_added and group.initial_remaining_ms != 0:
-                # Kafka's InitialDelayedJoin: new members keep arriving, so wait one more delay (bounded).
-                delay = min(self.config.initial_rebalance_delay_ms, group.initial_remaining_ms)
-                group.new_member_added = False
-                group.initial_remaining_ms = max(group.initial_remaining_ms - delay, 0)
-                group.join_deadline_ms = at_ms + delay
-            else:
-                self._complete_join(group, at_ms)
-        elif kind == "sync":
-            for member_id in sorted(group.pending_sync):
-                group.remove(member_id)
-            self._prepare_rebalance(group, at_ms)
-        elif kind == "session":
-            self._remove_member_and_update(group, group.members[key], at_ms)
-        else:
-            del group.pending_members[key]
-            if group.state is GroupState.PREPARING_REBALANCE:
-                self._try_complete_join(group, at_ms)
-        self._drop_if_unused(group)
-
     # ---- helpers -------------------------------------------------------------------------------------------------
 
-    def _validate_member(self, group: _Group, member_id: str, group_instance_id: str | None) -> ErrorCode:
+    def _validate_member(self, group: Group, member_id: str, group_instance_id: str | None) -> ErrorCode:
         if group_instance_id is not None:
             current = group.static_members.get(group_instance_id)
             if current is None:
                 return ErrorCode.UNKNOWN_MEMBER_ID
             return ErrorCode.FENCED_INSTANCE_ID if current != member_id else ErrorCode.NONE
         return ErrorCode.NONE if member_id in group.members else ErrorCode.UNKNOWN_MEMBER_ID
-
-    def _drop_if_unused(self, group: _Group) -> None:
-        """Forget a group that never got anywhere (a failed first join, an expired MEMBER_ID_REQUIRED id)."""
-        unused = group.state is GroupState.EMPTY and group.generation_id == 0 and not group.keep_when_empty
-        if unused and not group.pending_members and self._groups.get(group.group_id) is group:
-            del self._groups[group.group_id]
-
-    def _new_ticket(self) -> int:
-        ticket = self._next_ticket
-        self._next_ticket += 1
-        return ticket
-
-    def _complete(self, ticket: int, result: CompletedReply) -> None:
-        self._completed[ticket] = result
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,260 +1,41 @@
-"""RecordBatch v2 (magic 2): the unit KafkaLite stores, ships and never re-encodes on the hot path.
-
-Layout of one batch, all integers big-endian (Kafka's `DefaultRecordBatch`)::
-
-    offset  size  field
-         0     8  base_offset             patched by the broker on append (not covered by the CRC)
-         8     4  batch_length            bytes after this field: total size = batch_length + 12
-        12     4  partition_leader_epoch  (not covered by the CRC)
-        16     1  magic                   always 2 here
-        17     4  crc                     CRC-32C (Castagnoli) of bytes [21, end)
-        21     2  attributes              bits 0-2 compression, 3 timestamp type, 4 transactional, 5 control
-        23     4  last_offset_delta       record count - 1 for a producer's batch
-        27     8  base_timestamp
-        35     8  max_timestamp
-        43     8  producer_id
-        51     2  producer_epoch
-        53     4  base_sequence
-        57     4  record_count
-        61        records (compressed as a whole when attributes say so)
+"""The records inside a batch: building a batch from records, and decoding a batch's records, with fast paths.
 
 Each record: varint length, int8 attributes, varlong timestamp delta, varint offset delta, varint key length + key
 (-1 = null), varint value length + value, varint header count, then per header varint key length + UTF-8 key and
 varint value length + value (-1 = null). Varints are zigzag-encoded, as in protobuf, at most 10 bytes (int64).
 
-Compression (attribute bits 0-2) covers everything after byte 61, as one stream, in the format Kafka clients use:
-
-- gzip (1): an RFC 1952 gzip stream; concatenated members are accepted.
-- snappy (2): Java clients write snappy-java's "xerial" framing: the 16-byte header ``\\x82SNAPPY\\x00`` + int32
-  version + int32 compatible version, then blocks of int32 big-endian length + one raw snappy block (each at most
-  32 KiB uncompressed). librdkafka writes one raw snappy block, no framing. Java's reader accepts both, and so does
-  `decompress`; `compress` writes the xerial framing, as Java clients do.
-- lz4 (3): the LZ4 *frame* format with independent blocks (KIP-57: Java's reader refuses linked blocks).
-- zstd (4): standard zstd frames. librdkafka's frames may omit the content size; those decode too.
-
-Invariants: the broker reads only the 61-byte header (`read_header`) and checks the CRC; it rewrites only the
-base offset and, for LogAppendTime topics, the timestamp type and max timestamp (then the CRC). Everything that fails
-a check raises `CorruptRecordError` with the reason, before any byte is changed; a patch never recomputes the CRC of
-a batch whose stored CRC is already wrong, so corruption is never laundered into a "valid" batch.
-
-Decompression bombs: a snappy body declares its uncompressed size, so it is refused above `MAX_DECOMPRESSED_BYTES`
-before anything is allocated. cramjam has no bounded-output API for gzip, lz4 and zstd (`output_len` preallocates,
-it does not limit; its streaming decompressors want the whole input at once), so those are bounded only by their
-format: about 1032x the input for gzip, about 255x for lz4, tens of thousands x for zstd. The broker never
-decompresses (batches stay opaque), so only a consumer that decodes a hostile batch is exposed.
+Encoding (`build_batch`) and decoding (`iter_records`, `decode_columns`) each have a fast path for the common record
+shape (no headers, small lengths) and a reference implementation (`encode_record`, `_decode_record`) that handles
+every shape and gives the precise error: the encoder's fast path is byte-identical to the reference (a table of
+precomputed varints built with `encode_varint` itself), and the decoder's reads optimistically and hands anything
+it cannot prove well-formed to the strict decoder. Compression of the body is `compression.py`'s.
 """
 
 from __future__ import annotations
 
 import struct
 from collections.abc import Iterator, Sequence
-from enum import IntEnum
 from itertools import repeat
 from typing import NamedTuple, cast
 
-import cramjam
 from crc32c import crc32c
 
 from kafkalite.errors import CorruptRecordError
-
-MAGIC = 2
-HEADER_SIZE = 61
-LOG_OVERHEAD = 12  # base_offset + batch_length: the bytes batch_length does not count
-CRC_START = 21
-MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
-
-NO_PRODUCER_ID = -1
-NO_PRODUCER_EPOCH = -1
-NO_SEQUENCE = -1
-NO_TIMESTAMP = -1
-
-ATTR_COMPRESSION_MASK = 0x07
-ATTR_LOG_APPEND_TIME = 0x08
-ATTR_TRANSACTIONAL = 0x10
-ATTR_CONTROL = 0x20
-
-MAX_DECOMPRESSED_BYTES = 1 << 30
-
-INT64_MIN = -(1 << 63)
-INT64_MAX = (1 << 63) - 1
-
-_HEADER = struct.Struct(">qiibIhiqqqhii")
-_BASE_OFFSET = struct.Struct(">q")
-_CRC = struct.Struct(">I")
-_ATTRIBUTES = struct.Struct(">h")
-_INT64 = struct.Struct(">q")
-_INT32 = struct.Struct(">i")
-_MAGIC_AT = 16
-_CRC_AT = 17
-_ATTRIBUTES_AT = 21
-_LAST_OFFSET_DELTA_AT = 23
-_MAX_TIMESTAMP_AT = 35
-
-
-class Compression(IntEnum):
-    """Attribute bits 0-2 of a batch."""
-
-    NONE = 0
-    GZIP = 1
-    SNAPPY = 2
-    LZ4 = 3
-    ZSTD = 4
-
-
-class BatchHeader(NamedTuple):
-    """A read-only view of the 61-byte header of one batch."""
-
-    base_offset: int
-    batch_length: int
-    partition_leader_epoch: int
-    magic: int
-    crc: int
-    attributes: int
-    last_offset_delta: int
-    base_timestamp: int
-    max_timestamp: int
-    producer_id: int
-    producer_epoch: int
-    base_sequence: int
-    record_count: int
-
-    @property
-    def size(self) -> int:
-        """Total bytes of the batch, header included."""
-        return self.batch_length + LOG_OVERHEAD
-
-    @property
-    def last_offset(self) -> int:
-        return self.base_offset + self.last_offset_delta
-
-    @property
-    def compression(self) -> Compression:
-        return Compression(self.attributes & ATTR_COMPRESSION_MASK)
-
-    @property
-    def is_transactional(self) -> bool:
-        return bool(self.attributes & ATTR_TRANSACTIONAL)
-
-    @property
-    def is_control(self) -> bool:
-        return bool(self.attributes & ATTR_CONTROL)
-
-    @property
-    def log_append_time(self) -> bool:
-        return bool(self.attributes & ATTR_LOG_APPEND_TIME)
-
-
-def read_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeader:
-    """Parse the header of the batch at `pos`; check it is whole in `buf` and that its magic is 2.
-
-    The CRC is not checked here (see `verify_crc`): a caller that only needs offsets pays for 61 bytes, not the batch.
-    This is on the produce path, so it is one `unpack_from` and a few integer comparisons, no per-record work.
-    """
-    available = len(buf) - pos
-    if available < HEADER_SIZE:
-        raise CorruptRecordError(f"truncated batch header: {available} of {HEADER_SIZE} bytes at position {pos}")
-    header = BatchHeader._make(_HEADER.unpack_from(buf, pos))
-    if header.magic != MAGIC:
-        raise CorruptRecordError(f"unsupported magic {header.magic} at position {pos} (only RecordBatch v2)")
-    if header.batch_length < MIN_BATCH_LENGTH:
-        raise CorruptRecordError(f"batch length {header.batch_length} at position {pos} is below {MIN_BATCH_LENGTH}")
-    if header.batch_length + LOG_OVERHEAD > available:
-        raise CorruptRecordError(
-            f"truncated batch: {available} of {header.batch_length + LOG_OVERHEAD} bytes at position {pos}"
-            f" (batch length {header.batch_length})"
-        )
-    if header.last_offset_delta < 0 or header.record_count < 0:
-        raise CorruptRecordError(
-            f"negative last offset delta {header.last_offset_delta} or record count {header.record_count}"
-            f" at position {pos}"
-        )
-    # Masked integer, not `header.compression`: Compression(5..7) would raise ValueError, not CorruptRecordError.
-    if (header.attributes & ATTR_COMPRESSION_MASK) > Compression.ZSTD:
-        raise CorruptRecordError(
-            f"unknown compression codec {header.attributes & ATTR_COMPRESSION_MASK} at position {pos}"
-        )
-    return header
-
-
-def verify_crc(buf: bytes | bytearray | memoryview, pos: int, header: BatchHeader) -> None:
-    """Raise `CorruptRecordError` unless the stored CRC-32C matches bytes [pos + 21, pos + size)."""
-    actual = crc32c(memoryview(buf)[pos + CRC_START : pos + header.size])
-    if actual != header.crc:
-        raise CorruptRecordError(f"CRC mismatch at position {pos}: stored {header.crc:#010x}, computed {actual:#010x}")
-
-
-def read_batches(buf: bytes | bytearray | memoryview, *, check_crc: bool = True) -> list[tuple[int, BatchHeader]]:
-    """Split `buf` into whole batches, returning (position, header) pairs; every byte must belong to a batch."""
-    batches: list[tuple[int, BatchHeader]] = []
-    pos, end = 0, len(buf)
-    while pos < end:
-        header = read_header(buf, pos)
-        if check_crc:
-            verify_crc(buf, pos, header)
-        batches.append((pos, header))
-        pos += header.size
-    return batches
-
-
-def valid_prefix(buf: bytes | bytearray | memoryview, pos: int = 0) -> tuple[int, list[BatchHeader], str | None]:
-    """Walk batches from `pos`; stop at the first partial or corrupt one (log recovery).
-
-    Returns (end position of the last good batch, headers of the good batches, reason the walk stopped or None).
-    """
-    headers: list[BatchHeader] = []
-    end = len(buf)
-    while pos < end:
-        try:
-            header = read_header(buf, pos)
-            verify_crc(buf, pos, header)
-        except CorruptRecordError as exc:
-            return pos, headers, str(exc)
-        headers.append(header)
-        pos += header.size
-    return pos, headers, None
-
-
-def patch_base_offset(buf: bytearray | memoryview, pos: int, base_offset: int) -> None:
-    """Write the broker-assigned base offset into the batch at `pos` (the CRC does not cover it).
-
-    Checked first, so a refusal writes nothing: a whole v2 header is at `pos`, and the batch's last offset
-    (base offset + last offset delta) fits in an int64.
-    """
-    available = len(buf) - pos
-    if pos < 0 or available < HEADER_SIZE:
-        raise CorruptRecordError(f"truncated batch header: {available} of {HEADER_SIZE} bytes at position {pos}")
-    if buf[pos + _MAGIC_AT] != MAGIC:
-        raise CorruptRecordError(f"unsupported magic {buf[pos + _MAGIC_AT]} at position {pos} (only RecordBatch v2)")
-    (last_offset_delta,) = _INT32.unpack_from(buf, pos + _LAST_OFFSET_DELTA_AT)
-    if not 0 <= base_offset <= INT64_MAX - max(last_offset_delta, 0):
-        raise ValueError(f"base offset {base_offset} (+ last offset delta {last_offset_delta}) is not a valid offset")
-    _BASE_OFFSET.pack_into(buf, pos, base_offset)
-
-
-def patch_log_append_time(buf: bytearray | memoryview, pos: int, header: BatchHeader, timestamp_ms: int) -> BatchHeader:
-    """Stamp the batch at `pos` with the broker's clock, as Kafka does for `message.timestamp.type=LogAppendTime`.
-
-    Sets the timestamp-type attribute bit and the max timestamp (readers then report it for every record), then
-    recomputes the CRC; returns the updated header. Before writing anything it checks that `header` still describes
-    the bytes at `pos` (its base offset may differ: the CRC does not cover it) and that the stored CRC is correct;
-    recomputing the CRC of a corrupt batch would make the corruption look valid.
-    """
-    if not INT64_MIN <= timestamp_ms <= INT64_MAX:
-        raise ValueError(f"timestamp {timestamp_ms} does not fit in an int64")
-    current = read_header(buf, pos)
-    if current[1:] != header[1:]:
-        raise ValueError(f"the header passed does not describe the batch at position {pos}")
-    verify_crc(buf, pos, current)
-    attributes = current.attributes | ATTR_LOG_APPEND_TIME
-    _ATTRIBUTES.pack_into(buf, pos + _ATTRIBUTES_AT, attributes)
-    _INT64.pack_into(buf, pos + _MAX_TIMESTAMP_AT, timestamp_ms)
-    crc = crc32c(memoryview(buf)[pos + CRC_START : pos + current.size])
-    _CRC.pack_into(buf, pos + _CRC_AT, crc)
-    return current._replace(attributes=attributes, max_timestamp=timestamp_ms, crc=crc)
-
-
-# --- records inside a batch -------------------------------------------------------------------------------------
-
+from kafkalite.protocol.records.batch import (
+    ATTR_LOG_APPEND_TIME,
+    HEADER_SIZE,
+    INT64_MAX,
+    INT64_MIN,
+    LOG_OVERHEAD,
+    MAGIC,
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    NO_SEQUENCE,
+    BatchHeader,
+    Compression,
+    read_header,
+)
+from kafkalite.protocol.records.compression import compress, decompress
 
 # Record and RecordToWrite are NamedTuples, not dataclasses: one is made per record on the hot paths, and a frozen
 # dataclass costs several times more to create (each field goes through object.__setattr__). They stay immutable
@@ -589,106 +370,3 @@ def _decode_bytes(buf: bytes, pos: int, limit: int) -> tuple[bytes | None, int]:
     if length < 0 or pos + length > limit:
         raise CorruptRecordError(f"field length {length} overruns its record")
     return buf[pos : pos + length], pos + length
-
-
-# --- compression ------------------------------------------------------------------------------------------------
-
-# snappy-java's stream header: marker byte, "SNAPPY", NUL, then int32 version 1 and int32 minimum compatible version 1.
-_XERIAL_MAGIC = b"\x82SNAPPY\x00"
-_XERIAL_HEADER = _XERIAL_MAGIC + struct.pack(">ii", 1, 1)
-_XERIAL_BLOCK_SIZE = 32 * 1024  # snappy-java's default: uncompressed bytes per block
-
-# gzip's and zstd's own default levels, which are also Kafka's producer defaults. lz4 uses its fast (non-HC)
-# compressor: Kafka's default lz4 level 9 means LZ4HC, which trades much more CPU for a little size.
-_GZIP_LEVEL = 6
-_ZSTD_LEVEL = 3
-
-
-def compress(codec: Compression, data: bytes) -> bytes:
-    """Compress a batch body with `codec` (identity for NONE), in the framing Java Kafka clients write."""
-    if codec == Compression.NONE:
-        return data
-    if codec == Compression.GZIP:
-        return bytes(cramjam.gzip.compress(data, level=_GZIP_LEVEL))
-    if codec == Compression.SNAPPY:
-        return _xerial_compress(data)
-    if codec == Compression.LZ4:
-        # Independent blocks and no content checksum, as Java's KafkaLZ4BlockOutputStream writes (KIP-57).
-        compressor = cramjam.lz4.Compressor(content_checksum=False, block_linked=False)
-        compressor.compress(data)
-        return bytes(compressor.finish())
-    if codec == Compression.ZSTD:
-        return bytes(cramjam.zstd.compress(data, level=_ZSTD_LEVEL))
-    raise ValueError(f"unknown compression codec {codec}")
-
-
-def decompress(codec: Compression, data: bytes) -> bytes:
-    """Decompress a batch body written with `codec`; malformed input raises `CorruptRecordError`.
-
-    Accepts what any Kafka client writes: xerial-framed or raw snappy, LZ4 frames with linked or independent
-    blocks, zstd frames with or without a content size, multi-member gzip.
-    """
-    if codec == Compression.NONE:
-        return data
-    try:
-        if codec == Compression.GZIP:
-            return bytes(cramjam.gzip.decompress(data))
-        if codec == Compression.SNAPPY:
-            return _snappy_decompress(data)
-        if codec == Compression.LZ4:
-            return bytes(cramjam.lz4.decompress(data))
-        if codec == Compression.ZSTD:
-            return bytes(cramjam.zstd.decompress(data))
-    except (cramjam.DecompressionError, OSError, ValueError) as exc:
-        raise CorruptRecordError(f"{Compression(codec).name} decompression failed: {exc}") from None
-    raise CorruptRecordError(f"unknown compression codec {codec}")
-
-
-def _xerial_compress(data: bytes) -> bytes:
-    view = memoryview(data)
-    out = [_XERIAL_HEADER]
-    for start in range(0, len(data), _XERIAL_BLOCK_SIZE):
-        block = bytes(cramjam.snappy.compress_raw(view[start : start + _XERIAL_BLOCK_SIZE]))
-        out.append(_INT32.pack(len(block)))
-        out.append(block)
-    return b"".join(out)
-
-
-def _snappy_decompress(data: bytes) -> bytes:
-    """Xerial-framed or raw snappy; each block's declared size is checked before anything is decompressed.
-
-    Raises ValueError (or cramjam's error), which `decompress` turns into `CorruptRecordError`.
-    """
-    if not data.startswith(_XERIAL_MAGIC):
-        _check_decompressed_size(cramjam.snappy.decompress_raw_len(data))
-        return bytes(cramjam.snappy.decompress_raw(data))
-    view = memoryview(data)
-    blocks: list[memoryview] = []
-    total = 0
-    pos, end = 0, len(data)
-    while pos < end:
-        # The header again: a concatenation of streams, which snappy-java reads too. No block length can look like
-        # it (0x82 as the first byte would be a negative int32). Version fields are ignored, as Java and
-        # kafka-python do: some writers put them little-endian.
-        if data.startswith(_XERIAL_MAGIC, pos):
-            if end - pos < len(_XERIAL_HEADER):
-                raise ValueError(f"truncated xerial snappy header at byte {pos}")
-            pos += len(_XERIAL_HEADER)
-            continue
-        if end - pos < 4:
-            raise ValueError(f"truncated xerial snappy block length at byte {pos}")
-        (length,) = _INT32.unpack_from(data, pos)
-        pos += 4
-        if length < 0 or length > end - pos:
-            raise ValueError(f"xerial snappy block of {length} bytes at byte {pos} overruns the stream")
-        block = view[pos : pos + length]
-        total += cramjam.snappy.decompress_raw_len(block)
-        _check_decompressed_size(total)
-        blocks.append(block)
-        pos += length
-    return b"".join([bytes(cramjam.snappy.decompress_raw(block)) for block in blocks])
-
-
-def _check_decompressed_size(size: int) -> None:
-    if size > MAX_DECOMPRESSED_BYTES:
-        raise ValueError(f"decompressed size {size} exceeds the limit of {MAX_DECOMPRESSED_BYTES} bytes")
