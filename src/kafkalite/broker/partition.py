@@ -19,9 +19,9 @@ import logging
 import time
 from dataclasses import dataclass
 
-from kafkalite.broker.config import TopicConfig
 from kafkalite.broker.log_reader import scan_batches
 from kafkalite.broker.producer_state import ProducerStateTable
+from kafkalite.config import TopicConfig
 from kafkalite.errors import (
     CorruptRecordError,
     DuplicateSequenceError,
