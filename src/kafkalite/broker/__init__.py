@@ -1,11 +1,11 @@
 """The domain layer: topics, partitions, produce/fetch routing, committed offsets, dead letters. No sockets."""
 
 from kafkalite.broker.broker import EARLIEST, LATEST, MAX_TIMESTAMP, Broker
-from kafkalite.broker.config import BrokerConfig, ConfigEntry, TopicConfig
 from kafkalite.broker.dead_letter import DeadLetter, DeadLetterQueue, dead_letter_topic
 from kafkalite.broker.offsets import OFFSETS_TOPIC, CommittedOffset, OffsetManager
 from kafkalite.broker.partition import FetchData, Partition, ProduceResult
 from kafkalite.broker.topic import Topic
+from kafkalite.config import BrokerConfig, ConfigEntry, TopicConfig
 
 __all__ = [
     "EARLIEST",

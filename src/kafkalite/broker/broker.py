@@ -20,14 +20,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-from kafkalite.broker.config import BrokerConfig, TopicConfig
 from kafkalite.broker.dead_letter import DeadLetterQueue
 from kafkalite.broker.group_service import GroupService
 from kafkalite.broker.metadata_store import MetadataStore, new_cluster_id
 from kafkalite.broker.offsets import OFFSETS_TOPIC, OffsetManager
 from kafkalite.broker.partition import FetchData, Partition, ProduceResult
 from kafkalite.broker.producer_ids import ProducerIds
-from kafkalite.broker.topic import Topic, validate_topic_name
+from kafkalite.broker.topic import Topic, log_settings, validate_topic_name
+from kafkalite.config import BrokerConfig, TopicConfig
 from kafkalite.errors import (
     ClosedError,
     InvalidConfigError,
@@ -269,14 +269,14 @@ class Broker:
             if validate_only:
                 return
             topic.config.update(changes)
-            log_config = topic.config.log_config()
+            log_config = log_settings(topic.config)
             for partition in topic.partitions:
                 partition.log.config = log_config
             await self._save_topic(topic)
         logger.info("Altered configs of topic=%s: %s", name, dict(changes))
 
     async def _open_partitions(self, topic: Topic, indexes: range) -> list[Partition]:
-        log_config = topic.config.log_config()
+        log_config = log_settings(topic.config)
         if self.data_dir is None:
             return [
                 Partition(topic.name, i, MemoryLog(log_config), topic.config, self._producer_id_limit) for i in indexes
@@ -424,7 +424,7 @@ class Broker:
         name = document["name"]
         config = TopicConfig(document.get("config", {}), self.config.topic_defaults)
         topic = Topic(name, uuid.UUID(document["topic_id"]), config, [], is_internal=document.get("internal", False))
-        log_config = config.log_config()
+        log_config = log_settings(config)
         for index in range(int(document["partitions"])):
             log = PartitionLog.open(data_dir / f"{name}-{index}", log_config, fsync=self.config.fsync)
             topic.partitions.append(Partition(name, index, log, config, self._producer_id_limit))

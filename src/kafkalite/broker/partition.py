@@ -20,9 +20,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kafkalite.broker.config import TopicConfig
 from kafkalite.broker.log_reader import scan_batches
 from kafkalite.broker.producer_state import ProducerStateTable
+from kafkalite.config import TopicConfig
 from kafkalite.errors import (
     CorruptRecordError,
     DuplicateSequenceError,

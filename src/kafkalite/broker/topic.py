@@ -10,9 +10,10 @@ import re
 import uuid
 from dataclasses import dataclass
 
-from kafkalite.broker.config import TopicConfig
 from kafkalite.broker.partition import Partition
+from kafkalite.config import TopicConfig
 from kafkalite.errors import InvalidTopicError
+from kafkalite.storage import LogConfig
 
 MAX_NAME_LENGTH = 249
 _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
@@ -27,6 +28,17 @@ def validate_topic_name(name: str, *, internal: bool = False) -> None:
         raise InvalidTopicError(f"illegal topic name {name!r}: use only a-z, A-Z, 0-9, '.', '_' and '-'")
     if name.startswith("__") and not internal:
         raise InvalidTopicError(f"topic names starting with '__' are reserved for internal topics: {name!r}")
+
+
+def log_settings(config: TopicConfig) -> LogConfig:
+    """The part of a topic's configs its partition logs act on."""
+    return LogConfig(
+        segment_bytes=config.get_int("segment.bytes"),
+        segment_ms=config.get_int("segment.ms"),
+        retention_ms=config.get_int("retention.ms"),
+        retention_bytes=config.get_int("retention.bytes"),
+        index_interval_bytes=config.get_int("index.interval.bytes"),
+    )
 
 
 @dataclass(slots=True)

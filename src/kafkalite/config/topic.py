@@ -1,4 +1,4 @@
-"""Broker settings and per-topic configs, named as Kafka names them.
+"""Per-topic configs, named as Kafka names them.
 
 Topic configs are kept as strings (Kafka's wire and tools speak strings) and validated once, when set. Each known
 key has a default, a parser that checks the value, and a note on whether KafkaLite honours it or only reports it
@@ -9,31 +9,12 @@ Unknown keys are refused with `InvalidConfigError`, as Kafka refuses them.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 
 from kafkalite.errors import InvalidConfigError
-from kafkalite.storage import LogConfig
 
 DEFAULT_SEGMENT_BYTES = 1 << 30
 WEEK_MS = 7 * 24 * 3600 * 1000
-
-
-@dataclass(frozen=True, slots=True)
-class BrokerConfig:
-    """Everything `Broker` needs to start; `kafkalite serve` flags map onto these fields."""
-
-    data_dir: Path | None = None  # None: memory-only storage, nothing survives the process
-    node_id: int = 0
-    fsync: bool = True  # False: acks=all is answered after write(), for throwaway test brokers
-    auto_create_topics: bool = True  # auto.create.topics.enable
-    default_partitions: int = 1  # num.partitions
-    offsets_partitions: int = 1  # partitions of __consumer_offsets
-    retention_check_interval_s: float = 300.0  # log.retention.check.interval.ms
-    group_min_session_timeout_ms: int = 6000
-    group_max_session_timeout_ms: int = 1_800_000
-    group_initial_rebalance_delay_ms: int = 0
-    topic_defaults: Mapping[str, str] = field(default_factory=dict)  # broker-wide overrides of topic config defaults
 
 
 def _non_negative_int(value: str) -> int:
@@ -186,15 +167,6 @@ class TopicConfig:
                 source=source,
                 doc=key.doc,
             )
-
-    def log_config(self) -> LogConfig:
-        return LogConfig(
-            segment_bytes=self.get_int("segment.bytes"),
-            segment_ms=self.get_int("segment.ms"),
-            retention_ms=self.get_int("retention.ms"),
-            retention_bytes=self.get_int("retention.bytes"),
-            index_interval_bytes=self.get_int("index.interval.bytes"),
-        )
 
     @property
     def log_append_time(self) -> bool:
