@@ -1,12 +1,7 @@
-"""The `kafkalite` command: argument parsing and output only; the work lives in the layers below.
+"""`kafkalite serve`: the Kafka wire protocol on a TCP port until SIGINT or SIGTERM.
 
-    kafkalite serve [--host H] [--port 9092] [--data-dir ./data] [--fsync always|never] ...
-    kafkalite demo  [--messages N] [--data-dir DIR]
-
-Bad input gets one line on stderr and a non-zero exit status; tracebacks are for bugs only.
-
-Start-up time matters (`kafkalite serve` is often a throwaway test broker): each command imports what it needs when
-it runs, so `--help` and `serve` never load the demo or rich.
+The ready line `KafkaLite ready on HOST:PORT (data: DIR, fsync ...)` goes to stdout once the listener is bound, so a
+parent process (a test harness, a supervisor) can wait for it and read the chosen port.
 """
 
 from __future__ import annotations
@@ -21,32 +16,15 @@ from typing import TYPE_CHECKING
 
 import click
 
+from kafkalite.cli._common import LOG_LEVELS, fail, run
 from kafkalite.errors import KafkaLiteError
 from kafkalite.logs import configure_logging
 
 if TYPE_CHECKING:
     from kafkalite.broker import BrokerConfig
 
-LOG_LEVELS = click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False)
 
-
-def _run(coroutine: object) -> None:
-    """Run on uvloop when it is installed (it is on Linux and macOS), else on asyncio's own loop."""
-    try:
-        import uvloop
-    except ImportError:
-        asyncio.run(coroutine)  # type: ignore[arg-type]
-    else:
-        uvloop.run(coroutine)  # type: ignore[arg-type]
-
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="kafkalite")
-def main() -> None:
-    """KafkaLite: a Kafka-compatible event-log broker in Python."""
-
-
-@main.command()
+@click.command()
 @click.option("--host", default="localhost", show_default=True, help="Address to listen on.")
 @click.option("--port", default=9092, show_default=True, type=click.IntRange(0, 65535), help="0 picks a free port.")
 @click.option("--advertised-host", default=None, help="Host clients are told to connect to (default: --host).")
@@ -86,11 +64,11 @@ def serve(
         default_partitions=num_partitions,
     )
     try:
-        _run(_serve(config, host, port, advertised_host))
+        run(_serve(config, host, port, advertised_host))
     except KafkaLiteError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     except OSError as exc:
-        _fail(f"cannot serve on {host}:{port}: {exc.strerror or exc}")
+        fail(f"cannot serve on {host}:{port}: {exc.strerror or exc}")
 
 
 def _raise_open_file_limit() -> None:
@@ -143,33 +121,3 @@ async def _serve(config: BrokerConfig, host: str, port: int, advertised_host: st
         print(f"KafkaLite ready on {server.advertised_host}:{server.port} (data: {where}, {fsync})", flush=True)
         await stop.wait()
         await server.close()
-
-
-@main.command()
-@click.option("--messages", default=12, show_default=True, type=click.IntRange(3, 100_000), help="Per producer.")
-@click.option("--data-dir", default=None, help="Keep the demo's log here (default: in memory).")
-@click.option("--log-level", type=LOG_LEVELS, default="INFO", show_default=True)
-@click.option("--log-file", default=None, type=click.Path(dir_okay=False))
-def demo(messages: int, data_dir: str | None, log_level: str, log_file: str | None) -> None:
-    """Run the seed's story: producers, two groups, a rebalance, a poison message, the DLQ and its replay."""
-    from rich.console import Console
-
-    from kafkalite.demo import DemoSettings, run_demo
-
-    configure_logging(log_level, log_file)
-    settings = DemoSettings(messages_per_producer=messages, data_dir=Path(data_dir) if data_dir else None)
-    try:
-        summary = asyncio.run(run_demo(settings))
-    except KafkaLiteError as exc:
-        _fail(str(exc))
-    console = Console(highlight=False)
-    console.print(summary.as_table())
-
-
-def _fail(message: str) -> None:
-    click.echo(f"kafkalite: {message}", err=True)
-    sys.exit(2)
-
-
-if __name__ == "__main__":
-    main()
