@@ -83,7 +83,7 @@ async def test_fetch_of_an_empty_topic_list_still_long_polls(raw: RawClient, con
 
 def _produce_v3(raw: RawClient, topic: str, producer_id: int) -> bytes:
     batch = build_batch(
-        [RecordToWrite(None, b"v", (), None)],
+        [RecordToWrite(b"v")],
         now_ms=int(time.time() * 1000),
         producer_id=producer_id,
         producer_epoch=0,
@@ -242,9 +242,35 @@ async def test_join_group_with_the_longest_client_id_gets_a_member_id_that_fits(
 
 
 async def test_auto_create_of_an_illegal_topic_name_is_refused(raw: RawClient, connect: Connect) -> None:
-    batch = build_batch([RecordToWrite(None, b"v", (), None)], now_ms=int(time.time() * 1000))
+    batch = build_batch([RecordToWrite(b"v")], now_ms=int(time.time() * 1000))
     partition = raw.nested(0, 3, "PartitionProduceData", index=0, records=batch)
     topic_data = raw.nested(0, 3, "TopicProduceData", name="bad/name..", partition_data=[partition])
     response = await raw.request(0, 3, transactional_id=None, acks=1, timeout=5000, topic_data=[topic_data])
     assert response.responses[0].partition_responses[0].error_code == 17  # INVALID_TOPIC_EXCEPTION
+    await still_serving(connect)
+
+
+async def test_metadata_naming_a_topic_many_times_answers_it_once(raw: RawClient, broker: Broker) -> None:
+    await broker.create_topic("wide", partitions=50)
+    topic = raw.nested(3, 9, "MetadataRequestTopic", name="wide")
+    response = await raw.request(
+        3,
+        9,
+        topics=[topic] * 1000,
+        allow_auto_topic_creation=False,
+        include_cluster_authorized_operations=False,
+        include_topic_authorized_operations=False,
+    )
+    assert [(t.name, len(t.partitions)) for t in response.topics] == [("wide", 50)]
+
+
+async def test_an_error_message_quoting_the_longest_name_still_fits(raw: RawClient, connect: Connect) -> None:
+    topic = raw.nested(
+        19, 7, "CreatableTopic", name="s" * 32767, num_partitions=1, replication_factor=1, assignments=[], configs=[]
+    )
+    response = await raw.request(19, 7, topics=[topic], timeout=5000, validate_only=False)
+    (result,) = response.topics
+    assert result.error_code == 17  # INVALID_TOPIC_EXCEPTION: longer than 249 characters
+    assert result.error_message
+    assert len(result.error_message) <= 1024
     await still_serving(connect)

@@ -72,6 +72,17 @@ _CONVERTERS: dict[str, _Convert] = {
 }
 
 
+MAX_ERROR_MESSAGE_CHARS = 1024
+
+
+def _error_message(value: Any) -> Any:
+    """Error messages are the broker's own words, but they quote what a request sent (a topic name may be 32,767
+    characters): cut them so that every answer fits the int16-length string it travels in."""
+    if value is not None and len(value) > MAX_ERROR_MESSAGE_CHARS:
+        return value[: MAX_ERROR_MESSAGE_CHARS - 1] + "…"
+    return value
+
+
 _converters_by_class: dict[type[Any], dict[str, _Convert | None]] = {}
 
 
@@ -79,7 +90,10 @@ def _field_converters(cls: type[Any]) -> dict[str, _Convert | None]:
     """Field name → converter (None: kio takes the plain value as is) for one kio class, computed once."""
     table = _converters_by_class.get(cls)
     if table is None:
-        table = {f.name: _CONVERTERS.get(f.metadata.get("kafka_type", "")) for f in dataclasses.fields(cls)}
+        table = {
+            f.name: _error_message if f.name == "error_message" else _CONVERTERS.get(f.metadata.get("kafka_type", ""))
+            for f in dataclasses.fields(cls)
+        }
         _converters_by_class[cls] = table
     return table
 

@@ -82,7 +82,10 @@ async def metadata(ctx: RequestContext, req: Any) -> Any:
         topics = [_topic(ctx, t) for t in list(ctx.broker.topics.values())]
     else:
         auto_create = getattr(req, "allow_auto_topic_creation", True)
-        topics = [await _requested_topic(ctx, t.name, getattr(t, "topic_id", None), auto_create) for t in req.topics]
+        # A topic named twice is answered once, as Kafka answers (it reads the list as a set): otherwise one small
+        # request naming a wide topic many times would cost the broker its partitions times the repeats.
+        requested = dict.fromkeys((t.name, getattr(t, "topic_id", None)) for t in req.topics)
+        topics = [await _requested_topic(ctx, name, topic_id, auto_create) for name, topic_id in requested]
     broker = ctx.build(
         "MetadataResponseBroker", node_id=ctx.server.node_id, host=ctx.server.host, port=ctx.server.port, rack=None
     )
