@@ -25,6 +25,7 @@ from kafkalite.server.dispatch import supported_ranges
 from kafkalite.server.handlers import __name__ as _handlers  # registers every handler
 
 MIB = 1 << 20
+PROGRESS_EVERY = 50_000
 
 
 def advertised_pairs() -> list[tuple[int, int]]:
@@ -37,9 +38,11 @@ def fuzz(target: Target, frames: int, seed: int, *, quiet: bool = False, **setti
     """Run one session against `target`; its figures and findings (log tracebacks and memory growth included)."""
     rss_before = target.rss_bytes()
     began = time.perf_counter()
+    printed = [0]
 
     def progress(tally: Tally) -> None:
-        if not quiet and tally.frames % 50_000 < 500:
+        if not quiet and tally.frames >= printed[0] + PROGRESS_EVERY:
+            printed[0] = tally.frames - tally.frames % PROGRESS_EVERY
             rate = tally.frames / (time.perf_counter() - began)
             print(f"  {tally.frames:>9,} frames  {rate:,.0f}/s  rss {target.rss_bytes() / MIB:.1f} MiB", flush=True)
 
