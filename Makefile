@@ -29,8 +29,8 @@ run: $(VENV)/.installed
 	$(BIN)/kafkalite serve --host $(HOST) --port $(PORT) --data-dir $(DATA)
 
 lint: $(VENV)/.installed-test
-	$(BIN)/ruff check src tests bench docs/hooks main.py
-	$(BIN)/ruff format --check src tests bench docs/hooks main.py
+	$(BIN)/ruff check src tests bench docs/hooks examples main.py
+	$(BIN)/ruff format --check src tests bench docs/hooks examples main.py
 
 typecheck: $(VENV)/.installed-test
 	$(BIN)/mypy
@@ -55,8 +55,8 @@ bench: $(VENV)/.installed-bench
 	$(BIN)/python -m bench
 
 fmt: $(VENV)/.installed-test
-	$(BIN)/ruff format src tests bench docs/hooks main.py
-	$(BIN)/ruff check --fix src tests bench docs/hooks main.py
+	$(BIN)/ruff format src tests bench docs/hooks examples main.py
+	$(BIN)/ruff check --fix src tests bench docs/hooks examples main.py
 
 clean:
 	rm -rf $(VENV) build site *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
