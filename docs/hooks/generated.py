@@ -125,16 +125,15 @@ def _cell(text: str) -> str:
 
 
 def render_api_table() -> str:
-    lines = [
-        "| API | key | served | in Kafka's specs | what the versions add, and how KafkaLite answers |",
-        "|---|---:|---|---|---|",
-    ]
+    """A summary table of the served APIs, then one section per API with what its versions add."""
+    lines = ["| API | key | served | in Kafka's specs |", "|---|---:|---|---|"]
+    sections = []
     for api in served_apis():
-        lines.append(
-            f"| {api.name} | {api.api_key} | {_versions(api.min_version, api.max_version)} "
-            f"| {_versions(*api.kafka_versions)} | {_cell(api.notes)} |"
-        )
-    return "\n".join(lines)
+        anchor = f"api-{api.name.lower()}"
+        served = _versions(api.min_version, api.max_version)
+        lines.append(f"| [{api.name}](#{anchor}) | {api.api_key} | {served} | {_versions(*api.kafka_versions)} |")
+        sections.append(f"### {api.name} {{#{anchor}}}\n\nAPI key {api.api_key}, versions {served}.\n\n{api.notes}\n")
+    return "\n".join(lines) + "\n\n" + "\n".join(sections)
 
 
 def render_unserved_table() -> str:

@@ -42,11 +42,13 @@ def test_served_and_unserved_cover_every_api_key_once() -> None:
     assert served | unserved == set(api_key_map)
 
 
-def test_api_table_renders_one_row_per_served_api() -> None:
-    table = generated.render_api_table().splitlines()
-    assert len(table) == 2 + len(supported_ranges())
-    assert "| Produce | 0 | " in table[2]
-    assert "| ApiVersions | 18 | " in "\n".join(table)
+def test_api_table_renders_one_row_and_one_section_per_served_api() -> None:
+    rendered = generated.render_api_table()
+    rows = [line for line in rendered.splitlines() if line.startswith("| [")]
+    assert len(rows) == len(supported_ranges())
+    assert rows[0].startswith("| [Produce](#api-produce) | 0 | ")
+    assert rendered.count("\n### ") + rendered.startswith("### ") == len(supported_ranges())
+    assert "### ApiVersions {#api-apiversions}" in rendered
 
 
 @pytest.mark.parametrize("command", ["serve", "demo"])
