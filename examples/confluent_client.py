@@ -69,8 +69,9 @@ def consume(run: str) -> None:
                 continue
             if message.error() is not None:
                 raise KafkaException(message.error())
-            text = message.value().decode()
-            print(f"  {message.partition()}@{message.offset()} key={message.key().decode()} {text}")
+            text = (message.value() or b"").decode()
+            key = (message.key() or b"").decode()
+            print(f"  {message.partition()}@{message.offset()} key={key} {text}")
             mine += text.endswith(f"run {run}")
             if mine == COUNT:
                 break

@@ -100,7 +100,7 @@ def test_clicks_reach_a_consumer_group(bootstrap: str) -> None:
         for _ in range(100):
             message = consumer.poll(0.5)
             if message is not None and message.error() is None:
-                pages.append(message.value())
+                pages.append(message.value() or b"")
             if len(pages) >= 3:
                 break
     finally:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import kafkalite
 
@@ -26,10 +26,15 @@ async def main() -> None:
     shipped = 0
     bug_fixed = False
 
-    async def bill(message: kafkalite.Message, consumer: str) -> None:
-        if message.value is not None and message.value.startswith(POISON) and not bug_fixed:
-            raise ValueError(f"cannot bill {message.value!r}")
-        billed[consumer] += 1
+    def biller(consumer: str) -> Callable[[kafkalite.Message], Awaitable[None]]:
+        """The billing handler of one consumer: it fails on the poison order until the bug is fixed."""
+
+        async def bill(message: kafkalite.Message) -> None:
+            if message.value is not None and message.value.startswith(POISON) and not bug_fixed:
+                raise ValueError(f"cannot bill {message.value!r}")
+            billed[consumer] += 1
+
+        return bill
 
     async def ship(message: kafkalite.Message) -> None:
         nonlocal shipped
@@ -44,8 +49,7 @@ async def main() -> None:
         tasks = []
         for consumer in billing:
             await consumer.start()
-            name = consumer.name
-            tasks.append(asyncio.create_task(consumer.run(lambda m, n=name: bill(m, n), max_retries=2, backoff=0.01)))
+            tasks.append(asyncio.create_task(consumer.run(biller(consumer.name), max_retries=2, backoff=0.01)))
         await fulfillment.start()
         tasks.append(asyncio.create_task(fulfillment.run(ship)))
 

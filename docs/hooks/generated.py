@@ -56,7 +56,7 @@ def _camel(snake: str) -> str:
 
 
 def _kafka_versions(api_key: int) -> tuple[int, int]:
-    from kio.index import api_key_map, schema_name_map
+    from kio.schema.index import api_key_map, schema_name_map
 
     versions = sorted(schema_name_map[api_key_map[api_key]])
     return versions[0], versions[-1]
@@ -104,7 +104,7 @@ def served_apis() -> list[ServedApi]:
 
 def unserved_apis() -> list[UnservedApi]:
     """Every API key Kafka defines (as kio knows them) that the server does not answer."""
-    from kio.index import api_key_map
+    from kio.schema.index import api_key_map
 
     from kafkalite.server.dispatch import supported_ranges
 

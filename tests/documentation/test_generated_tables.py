@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from kio.index import api_key_map
+from kio.schema.index import api_key_map
 
 import kafkalite.server.handlers  # noqa: F401  (registers every handler)
 from kafkalite.server.dispatch import supported_ranges
