@@ -6,7 +6,7 @@ HOST   ?= localhost
 PORT   ?= 9092
 DATA   ?= ./data
 
-.PHONY: run test lint typecheck layers unit bench fmt clean
+.PHONY: run test lint typecheck layers unit docs docs-check bench fmt clean
 
 # The stamp files re-run the install whenever pyproject.toml changes.
 $(BIN)/python:
@@ -18,7 +18,7 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,docs]'
 	touch $@
 
 $(VENV)/.installed-bench: pyproject.toml | $(BIN)/python
@@ -29,8 +29,8 @@ run: $(VENV)/.installed
 	$(BIN)/kafkalite serve --host $(HOST) --port $(PORT) --data-dir $(DATA)
 
 lint: $(VENV)/.installed-test
-	$(BIN)/ruff check src tests bench main.py
-	$(BIN)/ruff format --check src tests bench main.py
+	$(BIN)/ruff check src tests bench docs/hooks examples main.py
+	$(BIN)/ruff format --check src tests bench docs/hooks examples main.py
 
 typecheck: $(VENV)/.installed-test
 	$(BIN)/mypy
@@ -41,14 +41,22 @@ layers: $(VENV)/.installed-test
 unit: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -q
 
-test: lint typecheck layers unit
+# The documentation site (mkdocs.yml): `make docs` builds it into site/; `make test` builds it strictly into a
+# scratch directory, so a broken link, a bad reference or a stale generated table fails the suite.
+docs: $(VENV)/.installed-test
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+docs-check: $(VENV)/.installed-test
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir "$$tmp"
+
+test: lint typecheck layers docs-check unit
 
 bench: $(VENV)/.installed-bench
 	$(BIN)/python -m bench
 
 fmt: $(VENV)/.installed-test
-	$(BIN)/ruff format src tests bench main.py
-	$(BIN)/ruff check --fix src tests bench main.py
+	$(BIN)/ruff format src tests bench docs/hooks examples main.py
+	$(BIN)/ruff check --fix src tests bench docs/hooks examples main.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) build site *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
