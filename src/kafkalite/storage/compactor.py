@@ -36,7 +36,7 @@ from typing import Protocol
 
 from kafkalite.errors import CorruptRecordError
 from kafkalite.protocol.batch_rewrite import delete_horizon, empty_batch, rebuild_batch
-from kafkalite.protocol.records import BatchHeader, Record, iter_records, read_header
+from kafkalite.protocol.records import BatchHeader, Record, RecordColumns, decode_columns, read_header
 from kafkalite.storage.base import LogConfig
 from kafkalite.storage.compaction_policy import CleaningStats, horizon_passed, new_delete_horizon
 
@@ -136,9 +136,9 @@ class _AbortedIndex:
         return at >= 0 and header.base_offset <= self._lasts[header.producer_id][at]
 
 
-def _records(data: bytes | memoryview, pos: int) -> list[Record] | None:
+def _columns(data: bytes | memoryview, pos: int) -> RecordColumns | None:
     try:
-        return list(iter_records(data, pos))
+        return decode_columns(data, pos)
     except CorruptRecordError as exc:  # CRC-checked when appended: keep what cannot be decoded rather than lose it
         logger.warning("cleaner keeps an undecodable batch as it is: %s", exc)
         return None
@@ -161,14 +161,19 @@ class OffsetMap:
         """Map the keyed records at or after `first_dirty` of the batch at `pos` of `data`."""
         if header.is_control or header.record_count == 0 or self._aborted.is_aborted(header):
             return
-        records = _records(data, pos)
-        if records is None:
+        columns = _columns(data, pos)
+        if columns is None:
             return
-        latest = self.latest
-        for record in records:
-            if record.key is not None and record.offset >= first_dirty:
-                latest[record.key] = record.offset
-        self._totals.keys_mapped = len(latest)
+        keys, offsets = columns.keys, columns.offsets
+        if header.base_offset >= first_dirty and None not in keys:
+            self.latest.update(zip(keys, offsets, strict=True))  # type: ignore[arg-type]  # no None key
+        else:
+            self.latest.update(
+                (key, offset)
+                for key, offset in zip(keys, offsets, strict=True)
+                if key is not None and offset >= first_dirty
+            )
+        self._totals.keys_mapped = len(self.latest)
 
 
 class BatchFilter:
@@ -203,32 +208,32 @@ class BatchFilter:
             return empty_batch(header) if last_of_producer else None
         if header.record_count == 0:  # a header-only batch an earlier cleaning kept for its producer
             return original if last_of_producer else None
-        records = _records(data, pos)
-        if records is None:
+        columns = _columns(data, pos)
+        if columns is None:
             totals.records_kept += header.record_count
             return original
         expired = horizon is not None and horizon_passed(horizon, self._now_ms)
-        latest = self._latest
+        get = self._latest.get
+        keys, values, offsets = columns.keys, columns.values, columns.offsets
         kept = [
-            record
-            for record in records
-            if record.key is not None
-            and latest.get(record.key, -1) <= record.offset
-            and not (record.value is None and expired)
+            index
+            for index, (key, value, offset) in enumerate(zip(keys, values, offsets, strict=True))
+            if key is not None and get(key, -1) <= offset and not (value is None and expired)
         ]
         totals.records_kept += len(kept)
         if not kept:
             return empty_batch(header) if last_of_producer else None
-        has_tombstone = any(record.value is None for record in kept)
+        has_tombstone = any(values[index] is None for index in kept)
+        whole = len(kept) == len(keys)
+        if whole and (not has_tombstone or delete_horizon(header) is not None):
+            if has_tombstone:
+                self._note_horizon(horizon)  # type: ignore[arg-type]  # set: delete_horizon(header) is not None
+            return original
         if has_tombstone:
             horizon = self._new_horizon if horizon is None else horizon
             self._note_horizon(horizon)
-            if len(kept) == len(records) and delete_horizon(header) is not None:
-                return original
-            return rebuild_batch(header, kept, horizon_ms=horizon)
-        if len(kept) == len(records):
-            return original
-        return rebuild_batch(header, kept, horizon_ms=None)
+        records = [Record(offsets[i], columns.timestamps[i], keys[i], values[i], columns.headers[i]) for i in kept]
+        return rebuild_batch(header, records, horizon_ms=horizon if has_tombstone else None)
 
     def _filter_marker(
         self, original: bytes, header: BatchHeader, horizon: int | None, last_of_producer: bool
@@ -239,9 +244,10 @@ class BatchFilter:
         self._totals.records_kept += header.record_count
         if horizon is None:
             self._note_horizon(self._new_horizon)
-            records = _records(original, 0)
-            if not records:
+            columns = _columns(original, 0)
+            if columns is None or not columns.offsets:
                 return original
+            records = [Record(*fields) for fields in zip(*columns, strict=True)]
             return rebuild_batch(header, records, horizon_ms=self._new_horizon)
         if horizon_passed(horizon, self._now_ms) and not had_data and not last_of_producer:
             self._totals.records_kept -= header.record_count
