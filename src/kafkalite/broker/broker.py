@@ -141,7 +141,7 @@ class Broker:
         if all(topic.config.overrides().get(name) == value for name, value in wanted.items()):
             return
         topic.config.update(wanted)
-        log_config = topic.config.log_config()
+        log_config = log_settings(topic.config)
         for partition in topic.partitions:
             partition.log.config = log_config
         await self._save_topic(topic)
