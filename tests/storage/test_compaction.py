@@ -3,15 +3,26 @@
 from __future__ import annotations
 
 import itertools
-from dataclasses import replace
+import struct
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
+from crc32c import crc32c
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kafkalite.protocol.batch_rewrite import ATTR_DELETE_HORIZON, delete_horizon
-from kafkalite.protocol.records import Compression, iter_records, read_batches, read_header
+from kafkalite.protocol.records import (
+    ATTR_CONTROL,
+    ATTR_TRANSACTIONAL,
+    Compression,
+    RecordToWrite,
+    build_batch,
+    iter_records,
+    read_batches,
+    read_header,
+)
 from kafkalite.storage import Log, LogConfig, PartitionLog
 from kafkalite.storage.compaction_policy import dirtiest, is_due
 from kafkalite.storage.compactor import CleaningContext, Throttle
@@ -265,4 +276,69 @@ def test_cleaning_agrees_with_a_reference_model(tmp_path: Path, ops: list[tuple[
     assert {k: v for k, v in latest_per_key(records).items() if v is not None} == {
         k: v for k, v in model.items() if v is not None
     }
+    log.close()
+
+
+def control_batch(producer_id: int, *, commit: bool) -> bytearray:
+    """A transaction marker as a broker writes it: key = (version 0, type), value = (version 0, coordinator epoch)."""
+    key = struct.pack(">hh", 0, 1 if commit else 0)
+    batch = bytearray(
+        build_batch(
+            [RecordToWrite(struct.pack(">hi", 0, 0), key)], now_ms=1_000, producer_id=producer_id, producer_epoch=0
+        )
+    )
+    attributes = struct.unpack_from(">h", batch, 21)[0] | ATTR_CONTROL | ATTR_TRANSACTIONAL
+    struct.pack_into(">h", batch, 21, attributes)
+    struct.pack_into(">I", batch, 17, crc32c(bytes(batch[21:])))
+    return batch
+
+
+def transactional(items: list[tuple[bytes, bytes]], producer_id: int) -> bytearray:
+    batch = bytearray(
+        build_batch(
+            [RecordToWrite(v, k) for k, v in items],
+            now_ms=1_000,
+            producer_id=producer_id,
+            producer_epoch=0,
+            base_sequence=0,
+        )
+    )
+    struct.pack_into(">h", batch, 21, struct.unpack_from(">h", batch, 21)[0] | ATTR_TRANSACTIONAL)
+    struct.pack_into(">I", batch, 17, crc32c(bytes(batch[21:])))
+    return batch
+
+
+@dataclass(frozen=True)
+class Aborted:
+    producer_id: int
+    first_offset: int
+    last_offset: int
+
+
+def test_aborted_data_goes_and_markers_outlive_their_data_and_horizon(
+    engine: str, tmp_path: Path, clock: FakeClock
+) -> None:
+    log = open_log(engine, tmp_path / "t-0", clock)
+    for batch in (
+        transactional([(b"a", b"aborted"), (b"b", b"aborted")], 5),  # 0-1
+        control_batch(5, commit=False),  # 2: abort
+        transactional([(b"c", b"committed")], 6),  # 3
+        control_batch(6, commit=True),  # 4: commit
+    ):
+        log.append(batch, read_header(batch))
+    for n in range(30):
+        put(log, [(b"filler%d" % (n % 2), b"f" * 60)])
+    context = CleaningContext(aborted=[Aborted(5, 0, 2)])
+    assert clean(log, clock(), context)
+    bases = {base: read_header(batch) for base, batch in read_all(log)}
+    assert 0 not in bases  # the aborted data
+    assert bases[2].is_control
+    assert bases[4].is_control  # markers stay, stamped with a horizon
+    assert delete_horizon(bases[2]) == delete_horizon(bases[4]) == clock() + COMPACTED.delete_retention_ms
+    assert [(r.key, r.value) for r in records_of(log) if r.offset == 3] == [(b"c", b"committed")]
+    clock.now_ms += COMPACTED.delete_retention_ms
+    assert clean(log, clock(), context)
+    bases = {base: read_header(batch) for base, batch in read_all(log)}
+    assert 2 not in bases  # past its horizon, and its transaction's data is gone
+    assert bases[4].is_control  # its transaction's record at 3 is still there
     log.close()

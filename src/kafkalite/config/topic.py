@@ -51,8 +51,8 @@ def _one_of(*choices: str) -> Callable[[str], str]:
 
 
 def _cleanup_policy(value: str) -> str:
-    """Kafka's list type: "delete", "compact", or both, comma-separated in either order (an empty list is allowed
-    from Kafka 4.0: no cleanup at all)."""
+    """Kafka's list type: "delete", "compact", or both, comma-separated in either order; an empty list (which
+    Kafka's list validator lets through) means neither: segments are kept forever and never cleaned."""
     parts = [part.strip() for part in value.split(",")] if value.strip() else []
     unknown = [part for part in parts if part not in ("delete", "compact")]
     if unknown or len(set(parts)) != len(parts):

@@ -50,13 +50,20 @@ class CleaningAborted(Exception):
     """The cleaning was asked to stop (the broker is closing, or the log changed under it)."""
 
 
-@dataclass(frozen=True, slots=True)
-class AbortedTxn:
-    """One aborted transaction of a producer: its data lies in [first_offset, last_offset] (the abort marker)."""
+class AbortedTxn(Protocol):
+    """One aborted transaction of a producer: its data lies in [first_offset, last_offset] (the abort marker).
 
-    producer_id: int
-    first_offset: int
-    last_offset: int
+    A protocol, so the entries of the partition's aborted-transaction index can be handed over as they are.
+    """
+
+    @property
+    def producer_id(self) -> int: ...
+
+    @property
+    def first_offset(self) -> int: ...
+
+    @property
+    def last_offset(self) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)
