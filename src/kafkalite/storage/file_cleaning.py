@@ -35,6 +35,7 @@ from pathlib import Path
 
 from kafkalite.errors import CorruptRecordError, StorageError
 from kafkalite.protocol.records import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, read_header
+from kafkalite.storage.atomic_file import read_file
 from kafkalite.storage.base import LogConfig
 from kafkalite.storage.compaction_policy import CleaningStats
 from kafkalite.storage.compactor import (
@@ -187,6 +188,12 @@ class FileCleaningJob:
                 logger.warning("could not remove a cleaned segment: %s", exc)
         self.cleaned = []
         self.outcome = None
+
+
+def read_cleaner_checkpoint(directory: Path) -> int:
+    """Where the last cleaning ended; 0 when the log was never cleaned (or the file is unreadable)."""
+    data = read_file(directory / CLEANER_CHECKPOINT)
+    return int(data) if data is not None and data.strip().isdigit() else 0
 
 
 def recover_interrupted_cleaning(directory: Path, names: list[str], ops: FileOps, *, fsync: bool) -> bool:

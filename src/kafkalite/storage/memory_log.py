@@ -147,12 +147,7 @@ class MemoryLog(SegmentedLog[_MemorySegment]):
     def finish_cleaning(self, job: CleaningJob) -> bool:
         assert isinstance(job, _MemoryCleaningJob)
         outcome = job.outcome
-        if (
-            self._closed
-            or outcome is None
-            or job.version != self._structure_version
-            or self._segments[: len(job.members)] != job.members
-        ):
+        if outcome is None or not self._cleaning_applies(job.version, job.members, prepared=True):
             job.discard()
             return False
         rewritten = sum(outcome.groups)

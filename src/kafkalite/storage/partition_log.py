@@ -80,7 +80,12 @@ from kafkalite.protocol.records import BatchHeader, patch_base_offset
 from kafkalite.storage.atomic_file import read_file
 from kafkalite.storage.base import LogConfig
 from kafkalite.storage.compactor import CleaningContext, CleaningJob
-from kafkalite.storage.file_cleaning import CLEANER_CHECKPOINT, FileCleaningJob, recover_interrupted_cleaning, swap_in
+from kafkalite.storage.file_cleaning import (
+    FileCleaningJob,
+    read_cleaner_checkpoint,
+    recover_interrupted_cleaning,
+    swap_in,
+)
 from kafkalite.storage.file_ops import FileOps, replace_atomically
 from kafkalite.storage.policy import DEFAULT_CONFIG, wall_clock_ms
 from kafkalite.storage.segment import LOG_SUFFIX, Segment, storage_error
@@ -170,7 +175,7 @@ class PartitionLog(SegmentedLog[Segment]):
         except OSError as exc:
             raise StorageError(f"open {directory} failed: {exc.strerror or exc}") from exc
         checkpoint = None if fresh else read_file(directory / LOG_START_CHECKPOINT)
-        cleaned_to = _read_cleaner_checkpoint(directory) if not fresh else 0
+        cleaned_to = read_cleaner_checkpoint(directory) if not fresh else 0
         checkpointed_start = int(checkpoint) if checkpoint else 0
         # Segments from the one holding the recovery point on were not known durable: recover them fully.
         recovery_point = 0 if fresh else _read_recovery_point(directory)
@@ -306,16 +311,10 @@ class PartitionLog(SegmentedLog[Segment]):
     def finish_cleaning(self, job: CleaningJob) -> bool:
         assert isinstance(job, FileCleaningJob)
         outcome = job.outcome
-        members = job.members
-        if (
-            self._closed
-            or outcome is None
-            or job.version != self._structure_version
-            or self._segments[: len(members)] != members
-        ):
+        if outcome is None or not self._cleaning_applies(job.version, job.members, prepared=True):
             job.discard()
             return False
-        rewritten = members[: sum(outcome.groups)]
+        rewritten = job.members[: sum(outcome.groups)]
         cleaned = job.cleaned or []
         try:
             swap_in(job)
@@ -335,12 +334,6 @@ class PartitionLog(SegmentedLog[Segment]):
         self._segment_bases = [segment.base_offset for segment in self._segments]
         self._first_dirty = outcome.first_dirty
         self._earliest_horizon = outcome.earliest_horizon
-        try:
-            replace_atomically(
-                self._ops, self.directory / CLEANER_CHECKPOINT, b"%d\n" % outcome.first_dirty, fsync=False
-            )
-        except OSError as exc:
-            logger.error("cannot write the cleaner checkpoint of %s: %s", self.directory, exc)
         return True
 
     def _cleanable_limit(self) -> int:
@@ -585,12 +578,6 @@ def _segment_bases(names: list[str]) -> list[int]:
     """Base offsets of the segments among a directory's file `names`, ascending."""
     stems = (name[: -len(LOG_SUFFIX)] for name in names if name.endswith(LOG_SUFFIX))
     return sorted(int(stem) for stem in stems if len(stem) == _SEGMENT_NAME_DIGITS and stem.isdigit())
-
-
-def _read_cleaner_checkpoint(directory: Path) -> int:
-    """Where the last cleaning ended; 0 when the log was never cleaned (or the file is unreadable)."""
-    data = read_file(directory / CLEANER_CHECKPOINT)
-    return int(data) if data is not None and data.strip().isdigit() else 0
 
 
 def _read_recovery_point(directory: Path) -> int:

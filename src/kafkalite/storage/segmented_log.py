@@ -52,6 +52,7 @@ class SegmentedLog(Generic[SegmentT]):
     _segment_bases: list[int]
     _log_start: int
     _log_end: int
+    _closed: bool
     _first_dirty = 0
     _earliest_horizon: int | None = None
     _structure_version = 0
@@ -85,6 +86,16 @@ class SegmentedLog(Generic[SegmentT]):
             limit_offset=limit,
             earliest_horizon=self._earliest_horizon,
             now_ms=now_ms,
+        )
+
+    def _cleaning_applies(self, version: int, members: list[SegmentT], prepared: bool) -> bool:
+        """Whether a cleaning of `members`, prepared at structure `version` and run to the end (`prepared`), may
+        still be swapped in: the log is open and its first segments are still exactly those."""
+        return (
+            prepared
+            and not self._closed
+            and version == self._structure_version
+            and self._segments[: len(members)] == members
         )
 
     @property
