@@ -30,7 +30,8 @@ from .logkit import FakeClock
 from .powercut import PowerCutOps
 
 CONFIG = LogConfig(segment_bytes=700, index_interval_bytes=128, compact=True, delete=False, min_cleanable_dirty_ratio=0)
-HISTORIES = 120
+HISTORIES = 80
+KILLS = 10
 WRITER = Path(__file__).with_name("compaction_writer.py")
 
 
@@ -162,7 +163,7 @@ def test_sigkill_during_live_cleaning_keeps_the_latest_synced_record_of_every_ke
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(WRITER.parent), *sys.path])}
     highest_synced = -1
     cleanings = 0
-    for _ in range(12):
+    for _ in range(KILLS):
         writer = subprocess.Popen(
             [sys.executable, str(WRITER), str(directory)], stdout=subprocess.PIPE, env=env, text=True
         )

@@ -20,8 +20,8 @@ for each `B.log.swap`, whose content is whole (it was fsynced before it got that
 are those whose base offset lies in [B, L], L being the swap's last offset (B alone when it is empty): their files
 are removed, then the `.swap` files renamed as in step 3 (a missing index is rebuilt by the segment's recovery); an
 index `.swap` without its `.log.swap` is deleted. A group's trailing segments whose records were all superseded
-lie above L: if a crash falls inside step 3 after the group's `.log` was renamed but before they were removed, they
-stay, holding only older values of keys that have later ones, which the next cleaning removes again.
+lie above L: should a crash undo their removal in step 3 while `B.log.swap` survives, they stay, holding only older
+values of keys that have later ones, which the next cleaning removes again.
 """
 
 from __future__ import annotations
