@@ -4,23 +4,26 @@ Files, for a group of segments B, B2 .. Bk cleaned into one segment with base of
   1. `B.log.cleaned`, `B.index.cleaned`, `B.timeindex.cleaned`: written by the cleaner thread (`FileCleaningJob`),
      then fsynced. Nothing refers to them yet: a crash here leaves garbage that `recover_interrupted_cleaning`
      deletes.
-  2. The partition's `cleaner-offset` checkpoint is replaced durably (recovery allows offset gaps in segments whose
-     base lies below it), then the files are renamed to `.swap` (indexes first, `.log` last) and the directory is
-     fsynced: `B.log.swap` existing is the commit point. From here on, recovery completes the swap. (A crash between
-     the checkpoint and the commit point leaves the old segments counted as cleaned: the next cleaning does not map
-     their keys again, so older duplicates there may stay; the latest record of every key always does.)
-  3. Every file of B .. Bk is removed, the `.swap` files are renamed to the live names (indexes first), and the
-     directory is fsynced again.
-Steps 2 and 3 run on the event loop under the partition's append lock (`PartitionLog.finish_cleaning`), after a
+  2. Still in the cleaner thread, the partition's `cleaner-offset` checkpoint is replaced durably: recovery allows
+     offset gaps in segments whose base lies below it, so it must be on disk before any cleaned segment is. Should
+     the cleaning then be discarded (or the process die before step 3), the old segments below it count as cleaned:
+     the next cleaning does not map their keys again, so older duplicates there may stay; the latest record of every
+     key always does.
+  3. The files are renamed to `.swap` (indexes first, `.log` last) and the directory is fsynced: `B.log.swap`
+     existing is the commit point. From here on, recovery completes the swap.
+  4. Every file of B .. Bk is removed and the `.swap` files are renamed to the live names (indexes first). The
+     directory is not fsynced here: either state is one recovery completes, and the log's next sync round (or its
+     roll checkpoint, or close) fsyncs the directory.
+Steps 3 and 4 run on the event loop under the partition's append lock (`PartitionLog.finish_cleaning`), after a
 check that the log has not moved or removed segments since the cleaning was prepared: only a cleaning of the log as it
-still is may become durable.
+still is may become durable. Their cost there is a few renames and removes and one directory fsync.
 
 Recovery (`recover_interrupted_cleaning`, at open, before segments are loaded): every `.cleaned` file is deleted;
 for each `B.log.swap`, whose content is whole (it was fsynced before it got that name), the segments it replaces
 are those whose base offset lies in [B, L], L being the swap's last offset (B alone when it is empty): their files
 are removed, then the `.swap` files renamed as in step 3 (a missing index is rebuilt by the segment's recovery); an
 index `.swap` without its `.log.swap` is deleted. A group's trailing segments whose records were all superseded
-lie above L: should a crash undo their removal in step 3 while `B.log.swap` survives, they stay, holding only older
+lie above L: should a crash undo their removal in step 4 while `B.log.swap` survives, they stay, holding only older
 values of keys that have later ones, which the next cleaning removes again.
 """
 
@@ -174,6 +177,11 @@ class FileCleaningJob:
                             self.ops.close(fd)
                 segment.release_log_fd()
                 start += size
+            checkpoint = self.directory / CLEANER_CHECKPOINT
+            try:
+                replace_atomically(self.ops, checkpoint, b"%d\n" % outcome.first_dirty, fsync=self.fsync)
+            except OSError as exc:
+                raise StorageError(f"write {checkpoint} failed: {exc.strerror or exc}") from exc
         except BaseException:
             self.cleaned = [sink.segment for sink in sinks]
             self.discard()
@@ -283,15 +291,11 @@ def _rename(ops: FileOps, source: Path, target: Path) -> None:
 
 
 def swap_in(job: FileCleaningJob) -> None:
-    """Steps 2 and 3 of the module docstring for every group of `job`. Raises `StorageError`; `committed` tells
+    """Steps 3 and 4 of the module docstring for every group of `job`. Raises `StorageError`; `committed` tells
     the caller whether the failure came after the commit point (the swap then completes at the next open)."""
     cleaned = job.cleaned or []
     outcome = job.outcome
     assert outcome is not None
-    try:
-        replace_atomically(job.ops, job.directory / CLEANER_CHECKPOINT, b"%d\n" % outcome.first_dirty, fsync=job.fsync)
-    except OSError as exc:
-        raise StorageError(f"write {job.directory / CLEANER_CHECKPOINT} failed: {exc.strerror or exc}") from exc
     for segment in cleaned:
         segment.rename_files(SWAP)
         segment.gaps_allowed = True
@@ -305,7 +309,6 @@ def swap_in(job: FileCleaningJob) -> None:
                 _remove(job.ops, path)
         segment.rename_files("")
         start += size
-    _fsync_directory(job)
 
 
 def _fsync_directory(job: FileCleaningJob) -> None:

@@ -332,6 +332,8 @@ class PartitionLog(SegmentedLog[Segment]):
             self._open_inactive.pop(id(segment), None)
         self._segments[: len(rewritten)] = cleaned
         self._segment_bases = [segment.base_offset for segment in self._segments]
+        self._directory_unsynced = True  # the removes and renames after the commit point: the next round syncs them
+        self._write_sequence += 1
         self._first_dirty = outcome.first_dirty
         self._earliest_horizon = outcome.earliest_horizon
         return True
