@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
@@ -22,8 +23,9 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, To
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KpTopicPartition
 
+from conftest import RawClient
 from kafkalite.broker.log_reader import scan_batches
-from kafkalite.protocol.records import Compression
+from kafkalite.protocol.records import Compression, RecordToWrite, build_batch
 from kafkalite.server import ThreadedServer, run_in_thread
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(180)]
@@ -208,3 +210,36 @@ def test_the_cleaned_log_holds_what_the_readers_stepped_over(cleaned: tuple[Thre
     names = [path.name for path in directory.iterdir()]
     assert not [name for name in names if name.endswith((".cleaned", ".swap"))]
     assert "cleaner-offset" in names
+
+
+@pytest.mark.parametrize("version", [7, 8, 13])
+def test_the_refusal_names_each_keyless_record_from_v8(
+    cleaned: tuple[ThreadedServer, Latest, int], version: int
+) -> None:
+    """Produce v8+ carries Kafka's record_errors (the index of each keyless record in its batch) and message."""
+    server, _, _ = cleaned
+    records = build_batch([RecordToWrite(b"v", b"k"), RecordToWrite(b"v"), RecordToWrite(b"v")], now_ms=0)
+
+    async def produce() -> Any:
+        raw = await RawClient.connect(server.server)
+        topic_field = {"topic_id": server.broker.topic(TOPIC).topic_id} if version >= 13 else {"name": TOPIC}
+        topic = RawClient.nested(
+            0,
+            version,
+            "TopicProduceData",
+            **topic_field,
+            partition_data=[RawClient.nested(0, version, "PartitionProduceData", index=0, records=records)],
+        )
+        try:
+            return await raw.request(0, version, acks=-1, timeout=5000, topic_data=[topic])
+        finally:
+            raw.writer.close()
+
+    answer = asyncio.run_coroutine_threadsafe(produce(), server.loop).result(30)
+    partition = answer.responses[0].partition_responses[0]
+    assert partition.error_code == KafkaError.INVALID_RECORD
+    if version >= 8:
+        assert [(e.batch_index, e.batch_index_error_message) for e in partition.record_errors] == [
+            (i, f"Compacted topic cannot accept message without key in topic partition {TOPIC}-0.") for i in (1, 2)
+        ]
+        assert partition.error_message.startswith("One or more records have been rejected due to 2 record errors")

@@ -143,12 +143,18 @@ class Partition:
 
     def _check_keys(self, batches: list[tuple[int, BatchHeader]], records: bytes | bytearray) -> None:
         for pos, _ in batches:
-            if None in decode_columns(records, pos).keys:
-                message = (
+            keyless = [index for index, key in enumerate(decode_columns(records, pos).keys) if key is None]
+            if keyless:
+                reason = (
                     f"Compacted topic cannot accept message without key in topic partition {self.topic}-{self.index}."
                 )
-                logger.info("refused a keyless record: %s", message)
-                raise InvalidRecordError(message)
+                shown = ", ".join(f"RecordError(batchIndex={index}, message='{reason}')" for index in keyless[:3])
+                logger.info("refused %d keyless records for %s-%d", len(keyless), self.topic, self.index)
+                raise InvalidRecordError(
+                    f"One or more records have been rejected due to {len(keyless)} record errors in total, and only "
+                    f"showing the first three errors at most: [{shown}]",
+                    record_errors=tuple((index, reason) for index in keyless),
+                )
 
     def _check_limits(self, batches: list[tuple[int, BatchHeader]], records: bytes | bytearray) -> None:
         size = len(records)
