@@ -71,6 +71,12 @@ class LogCleaner:
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="kafkalite-cleaner")
+        logger.info(
+            "Log cleaner started: checks every %ss, I/O %s, at most %d keys per cleaning",
+            self._backoff_s,
+            "uncapped" if self._io_rate is None else f"capped at {self._io_rate:.0f} bytes/s",
+            self._max_keys,
+        )
 
     async def close(self) -> None:
         self._stopping.set()
