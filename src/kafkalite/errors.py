@@ -23,7 +23,8 @@ a lookup table of its own::
     │   ├── InvalidProducerEpochError  an epoch older than the one the broker knows (code 47)
     │   └── UnknownProducerIdError   a producer id this broker never handed out (code 59)
     ├── RecordTooLargeError          a batch above max.message.bytes (code 10, MESSAGE_TOO_LARGE)
-    ├── InvalidRecordError           a key, value or header that is not bytes (also a TypeError) (code 87)
+    ├── InvalidRecordError           a key, value or header that is not bytes (also a TypeError), a keyless record on
+    │                                a compacted topic (code 87, INVALID_RECORD)
     ├── GroupError                   consumer-group protocol outcomes, each with its Kafka code
     └── ClosedError                  the broker, producer or consumer is closed
 
@@ -139,7 +140,13 @@ class RecordTooLargeError(KafkaLiteError):
 
 
 class InvalidRecordError(KafkaLiteError, TypeError):
+    """`record_errors`: (index of the record in its batch, why), for Produce's record_errors (v8+)."""
+
     error_code = 87
+
+    def __init__(self, message: str, *, record_errors: tuple[tuple[int, str], ...] = ()) -> None:
+        super().__init__(message)
+        self.record_errors = record_errors
 
 
 class GroupError(KafkaLiteError):

@@ -11,7 +11,8 @@ from crc32c import crc32c
 
 import kafkalite
 from kafkalite import errors
-from kafkalite.broker import EARLIEST, LATEST, MAX_TIMESTAMP, OFFSETS_TOPIC, offsets
+from kafkalite.broker import EARLIEST, LATEST, MAX_TIMESTAMP, OFFSETS_TOPIC
+from kafkalite.broker.log_reader import scan_records
 from kafkalite.protocol.records import RecordToWrite, build_batch, iter_records, read_header
 
 from .harness import TIMEOUT_S, BrokerFactory, consume, consumer
@@ -321,16 +322,21 @@ async def test_committed_offsets_per_group(broker: kafkalite.Broker) -> None:
     assert broker.offsets.fetch("a", TOPIC, 0) is None
 
 
-async def test_offsets_log_is_compacted_and_keeps_the_latest(
-    broker: kafkalite.Broker, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(offsets, "COMPACT_MIN_RECORDS", 10)
-    for i in range(100):
-        await broker.offsets.commit("g", TOPIC, i % 3, i)
-    log = broker.partition(OFFSETS_TOPIC, 0)
-    assert log.log_start_offset > 0, "the offsets log was never compacted"
-    assert log.message_count < 50
-    assert [broker.offsets.fetch("g", TOPIC, p).offset for p in range(3)] == [99, 97, 98]  # type: ignore[union-attr]
+async def test_offsets_log_is_compacted_and_keeps_the_latest(make_broker: BrokerFactory) -> None:
+    async with make_broker(offsets_segment_bytes=2048, log_cleaner_enable=False) as broker:
+        for i in range(100):
+            await broker.offsets.commit("g", TOPIC, i % 3, i)
+        offsets_partition = broker.partition(OFFSETS_TOPIC, 0)
+        before = offsets_partition.log.size_bytes
+        assert broker.cleaner is not None
+        report = await broker.cleaner.clean_once()
+        assert report is not None
+        assert (report.swapped, report.topic) == (True, OFFSETS_TOPIC)
+        assert offsets_partition.log.size_bytes < before / 2
+        assert [broker.offsets.fetch("g", TOPIC, p).offset for p in range(3)] == [99, 97, 98]  # type: ignore[union-attr]
+        records = list(scan_records(offsets_partition.log, 0))
+        assert [r.offset for r in records] == sorted({r.offset for r in records})
+        assert len(records) < 50  # the cleaned section holds one record per key; the active segment the rest
 
 
 async def test_deleting_some_offsets_takes_keys_from_any_iterable(broker: kafkalite.Broker) -> None:

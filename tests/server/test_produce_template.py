@@ -48,13 +48,13 @@ def test_templated_answer_is_what_kio_writes(
 ) -> None:
     ctx = _context(version)
     appended: list[tuple[Any, str | None, list[Any]]] = [
-        (_Topic(version, name, topic_id), name, [(index, 0, None, base_offset, -1, start_offset)])
+        (_Topic(version, name, topic_id), name, [(index, 0, None, base_offset, -1, start_offset, ())])
     ]
     templated = produce._answer(ctx, appended)
     assert type(templated) is bytes
     assert templated == ctx.schema.encode_body(produce._response(ctx, appended))
     # the same template again (now cached) with other values is still kio's answer
-    other = [(appended[0][0], name, [(index ^ 1, 0, None, ~base_offset, -1, ~start_offset)])]
+    other = [(appended[0][0], name, [(index ^ 1, 0, None, ~base_offset, -1, ~start_offset, ())])]
     assert produce._answer(ctx, other) == ctx.schema.encode_body(produce._response(ctx, other))
 
 
@@ -62,9 +62,10 @@ def test_answers_of_other_shapes_are_built_by_kio() -> None:
     ctx = _context(9)
     topic = _Topic(9, "t", uuid.uuid4())
     for outcomes in (
-        [(0, 3, "unknown", -1, -1, -1)],  # an error
-        [(0, 0, None, 5, 1_700_000_000_000, 0)],  # LogAppendTime
-        [(0, 0, None, 5, -1, 0), (1, 0, None, 9, -1, 0)],  # two partitions
+        [(0, 3, "unknown", -1, -1, -1, ())],  # an error
+        [(0, 87, "keyless", -1, -1, -1, ((1, "no key"),))],  # an error naming records
+        [(0, 0, None, 5, 1_700_000_000_000, 0, ())],  # LogAppendTime
+        [(0, 0, None, 5, -1, 0, ()), (1, 0, None, 9, -1, 0, ())],  # two partitions
     ):
         answer = produce._answer(ctx, [(topic, "t", outcomes)])
         assert type(answer) is not bytes

@@ -11,7 +11,8 @@ so the disk's speed does not matter.
     prefix of what was written, zeros, random garbage, or what was written with random 512-byte blocks zeroed;
   * keeps a random prefix of the directory changes not yet fsynced (journaling filesystems commit them in order) and
     undoes the rest, newest first: a created file vanishes, a removed one comes back with its durable content, a
-    renamed-over one gets its old content back;
+    rename is undone as one step (the journal commits it atomically): the target gets its old content back, or
+    vanishes, and the source name comes back with the durable content it carried;
   * closes every descriptor; every later call on this instance fails with EIO (the machine is off), so threads the
     abandoned log left running cannot touch the files the next incarnation opens.
 
@@ -44,8 +45,9 @@ class PowerCutOps(FileOps):
         if previous is None:
             self._lock = threading.RLock()
             self._durable: dict[Path, bytes] = {}
-            # (kind, path, durable content before or None): directory changes not yet fsynced, oldest first
-            self._pending_entries: list[tuple[str, Path, bytes | None]] = []
+            # (kind, path, durable content before or None, the source of a rename or None): directory changes not yet
+            # fsynced, oldest first
+            self._pending_entries: list[tuple[str, Path, bytes | None, Path | None]] = []
             self.tears: dict[str, int] = dict.fromkeys(TEARS, 0)
         else:  # the same disk, seen by the next process
             self._lock = previous._lock
@@ -81,7 +83,7 @@ class PowerCutOps(FileOps):
         with self._lock:
             self._alive()
             if self._durable_of(path) is None and flags & os.O_CREAT:
-                self._pending_entries.append(("create", path, None))
+                self._pending_entries.append(("create", path, None, None))
                 self._durable[path] = b""
             fd = super().open(path, flags)
             self._paths[fd] = path
@@ -140,8 +142,9 @@ class PowerCutOps(FileOps):
     def rename(self, source: Path, target: Path) -> None:
         with self._lock:
             self._alive()
-            self._pending_entries.append(("rename", target, self._durable_of(target)))
+            previous = self._durable_of(target)
             self._durable[target] = self._durable.pop(source, b"")
+            self._pending_entries.append(("rename", target, previous, source))
             super().rename(source, target)
 
     def remove(self, path: Path) -> None:
@@ -149,7 +152,7 @@ class PowerCutOps(FileOps):
             self._alive()
             previous = self._durable_of(path)
             if previous is not None:
-                self._pending_entries.append(("remove", path, previous))
+                self._pending_entries.append(("remove", path, previous, None))
                 del self._durable[path]
             super().remove(path)
 
@@ -160,7 +163,9 @@ class PowerCutOps(FileOps):
                 if path.exists():
                     path.write_bytes(self._tear(path.read_bytes(), durable))
             kept = self._rng.randint(0, len(self._pending_entries))
-            for kind, path, previous in reversed(self._pending_entries[kept:]):
+            for kind, path, previous, source in reversed(self._pending_entries[kept:]):
+                if source is not None:  # a rename: the source comes back with the durable content it moved
+                    source.write_bytes(path.read_bytes() if path.exists() else b"")
                 if kind == "create" or previous is None:
                     path.unlink(missing_ok=True)
                 else:

@@ -4,8 +4,9 @@ On disk (`data_dir`): Kafka-format partition directories `<topic>-<partition>/`,
 `metadata_store.MetadataStore` (cluster id, topic metadata, producer-id blocks). With `data_dir=None` every partition
 lives in memory and nothing is written anywhere.
 
-Lifecycle: `start()` loads topics, recovers every log, replays committed offsets and starts the retention task;
-`close()` stops it and closes every log. Produce with `acks=-1` returns after the partition's log is synced (when
+Lifecycle: `start()` loads topics, recovers every log, replays committed offsets and starts the retention task
+and the log cleaner (`log_cleaner`, for compacted topics, `__consumer_offsets` among them); `close()` stops them and
+closes every log. Produce with `acks=-1` returns after the partition's log is synced (when
 the broker fsyncs); `acks=1` and `acks=0` after the bytes are written.
 """
 
@@ -22,6 +23,7 @@ from typing import Any, Self
 
 from kafkalite.broker.dead_letter import DeadLetterQueue
 from kafkalite.broker.group_service import GroupService
+from kafkalite.broker.log_cleaner import LogCleaner
 from kafkalite.broker.metadata_store import MetadataStore, new_cluster_id
 from kafkalite.broker.offsets import OFFSETS_TOPIC, OffsetManager
 from kafkalite.broker.partition import FetchData, Partition, ProduceResult
@@ -70,6 +72,7 @@ class Broker:
         )
         self._producer_ids = ProducerIds(None, self._save_producer_id_limit)
         self._retention_task: asyncio.Task[None] | None = None
+        self.cleaner: LogCleaner | None = None
         self._long_polls: set[asyncio.Future[None]] = set()
         self._interrupted = False
         self._admin_lock = asyncio.Lock()  # topic create/delete/grow/alter: one at a time, each all or nothing
@@ -99,8 +102,7 @@ class Broker:
             await asyncio.to_thread(self._load_from_disk, self._store)
         else:
             self.cluster_id = new_cluster_id()
-        if OFFSETS_TOPIC not in self.topics:
-            await self._create_topic(OFFSETS_TOPIC, self.config.offsets_partitions, {}, internal=True)
+        await self._prepare_offsets_topic()
         self._offsets = OffsetManager(self.topics[OFFSETS_TOPIC].partitions[0], fsync=self.config.fsync)
         self._groups = GroupService(
             GroupConfig(
@@ -111,6 +113,14 @@ class Broker:
             self._offsets,
         )
         self._retention_task = asyncio.create_task(self._retention_loop(), name="kafkalite-retention")
+        self.cleaner = LogCleaner(
+            self._all_partitions,
+            backoff_s=self.config.log_cleaner_backoff_s,
+            io_max_bytes_per_second=self.config.log_cleaner_io_max_bytes_per_second,
+            max_keys=self.config.log_cleaner_max_keys,
+        )
+        if self.config.log_cleaner_enable:
+            self.cleaner.start()
         self._started = True
         logger.info(
             "Broker %d started with %d topics (%s) in %.0f ms",
@@ -119,6 +129,22 @@ class Broker:
             self.data_dir or "in memory",
             (time.perf_counter() - began) * 1000,
         )
+
+    async def _prepare_offsets_topic(self) -> None:
+        """Create `__consumer_offsets` as Kafka does (compacted, `offsets.topic.segment.bytes`), or bring the configs
+        of one created by an older KafkaLite (which compacted it by hand) to those."""
+        wanted = {"cleanup.policy": "compact", "segment.bytes": str(self.config.offsets_segment_bytes)}
+        topic = self.topics.get(OFFSETS_TOPIC)
+        if topic is None:
+            await self._create_topic(OFFSETS_TOPIC, self.config.offsets_partitions, wanted, internal=True)
+            return
+        if all(topic.config.overrides().get(name) == value for name, value in wanted.items()):
+            return
+        topic.config.update(wanted)
+        log_config = log_settings(topic.config)
+        for partition in topic.partitions:
+            partition.log.config = log_config
+        await self._save_topic(topic)
 
     async def close(self) -> None:
         if self._closed:
@@ -129,6 +155,8 @@ class Broker:
         if self._retention_task is not None:
             self._retention_task.cancel()
             await asyncio.gather(self._retention_task, return_exceptions=True)
+        if self.cleaner is not None:
+            await self.cleaner.close()
         for topic in self.topics.values():
             for partition in topic.partitions:
                 partition.log.close()
@@ -137,6 +165,9 @@ class Broker:
     def _check_open(self) -> None:
         if self._closed:
             raise ClosedError("the broker is closed")
+
+    def _all_partitions(self) -> list[Partition]:
+        return [partition for topic in list(self.topics.values()) for partition in topic.partitions]
 
     @property
     def offsets(self) -> OffsetManager:
@@ -186,7 +217,11 @@ class Broker:
         if not isinstance(partitions, int) or isinstance(partitions, bool) or not 1 <= partitions <= MAX_PARTITIONS:
             raise InvalidConfigError(f"partitions must be an integer in 1..{MAX_PARTITIONS}, got {partitions!r}")
         settings = {k: str(v) for k, v in (config or {}).items()}
-        TopicConfig.validated(settings)
+        try:
+            TopicConfig.validated(settings)
+        except InvalidConfigError as exc:
+            logger.warning("Refused to create topic=%s: %s", name, exc)
+            raise
         async with self._admin_lock:
             if name in self.topics:
                 raise TopicExistsError(f"topic {name!r} already exists")
@@ -265,7 +300,11 @@ class Broker:
         self._check_open()
         async with self._admin_lock:
             topic = self.topic(name)
-            TopicConfig.validated(changes)
+            try:
+                TopicConfig.validated(changes)
+            except InvalidConfigError as exc:
+                logger.warning("Refused to alter the configs of topic=%s: %s", name, exc)
+                raise
             if validate_only:
                 return
             topic.config.update(changes)

@@ -9,9 +9,9 @@ Records use Kafka's own schemas, so Kafka tooling can read the topic:
 
 The in-memory table is the source of answers; the log is its durable copy, replayed on start (last record per key
 wins). The table changes when a record is appended, in log order; a commit returns once its record is written and,
-when the broker fsyncs, synced. The log is compacted the simple way: once it holds `COMPACT_RATIO` times more records
-than live keys, the live table is appended as one batch and everything before that batch is deleted
-(`delete_records_before`), so start-up replay stays proportional to the number of live offsets.
+when the broker fsyncs, synced. The topic is a compacted one (`OFFSETS_TOPIC_CONFIG`, Kafka's defaults for it): the
+log cleaner keeps the latest record per key and drops deleted offsets' tombstones after `delete.retention.ms`, so
+start-up replay stays proportional to the live offsets plus what is not yet cleaned.
 """
 
 from __future__ import annotations
@@ -30,8 +30,7 @@ from kafkalite.protocol.records import RecordToWrite, build_batch
 logger = logging.getLogger("kafkalite.offsets")
 
 OFFSETS_TOPIC = "__consumer_offsets"
-COMPACT_RATIO = 4
-COMPACT_MIN_RECORDS = 10_000
+OFFSETS_SEGMENT_BYTES = 100 * 1024 * 1024  # offsets.topic.segment.bytes
 _KEY_VERSION = 1
 _VALUE_VERSION = 3
 
@@ -101,7 +100,6 @@ class OffsetManager:
         self._partition = partition
         self._fsync = fsync
         self._table: dict[OffsetKey, CommittedOffset] = {}
-        self._records_in_log = 0
         self._load()
 
     def _load(self) -> None:
@@ -116,7 +114,6 @@ class OffsetManager:
         key = decode_key(key_bytes)
         if key is None:
             return
-        self._records_in_log += 1
         if value is None:
             self._table.pop(key, None)
         else:
@@ -146,8 +143,6 @@ class OffsetManager:
         if not updates:
             return
         await self._write({key: value for key, value in updates.items()})
-        if self._records_in_log > max(COMPACT_MIN_RECORDS, COMPACT_RATIO * len(self._table)):
-            await self._compact()
 
     async def delete(self, group: str, keys: Iterable[tuple[str, int]] | None = None) -> None:
         """Remove a group's offsets (all, or the given topic-partitions) with tombstones."""
@@ -165,21 +160,11 @@ class OffsetManager:
         ]
         await self._partition.append(build_batch(records, now_ms=now))
         # The table follows the log in append order, before the sync's await: concurrent commits then land in the
-        # table in the order a replay will apply them, and a compaction's snapshot holds every record before it.
+        # table in the order a replay will apply them.
         for key, value in entries.items():
             if value is None:
                 self._table.pop(key, None)
             else:
                 self._table[key] = value
-        self._records_in_log += len(records)
         if self._fsync:
             await self._partition.log.sync()
-
-    async def _compact(self) -> None:
-        snapshot_offset = self._partition.high_watermark
-        live = len(self._table)
-        self._records_in_log = 0
-        if self._table:
-            await self._write(dict(self._table))
-        self._partition.log.delete_records_before(snapshot_offset)
-        logger.info("Compacted %s to %d live offsets", OFFSETS_TOPIC, live)

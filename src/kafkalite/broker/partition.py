@@ -1,8 +1,9 @@
 """One partition: the append path's checks, its lock, and the long-poll waiters of its readers.
 
 Append, in order, all before the first byte is written: every batch's header, length and CRC (`read_batches`);
-no control batch (only a broker writes those: Kafka refuses them from clients too); max.message.bytes; a producer
-id the broker handed out, and idempotent-producer sequences; the capacity caps (`max.partition.messages`,
+no control batch (only a broker writes those: Kafka refuses them from clients too); max.message.bytes; on a
+compacted topic, a key on every record (Kafka's LogValidator: INVALID_RECORD, the only produce that decodes records);
+a producer id the broker handed out, and idempotent-producer sequences; the capacity caps (`max.partition.messages`,
 `max.partition.bytes`). Then, under the partition's `asyncio.Lock`, base offsets are assigned and the batches
 written. Nothing awaits between the checks and the write, so a refused produce changes nothing.
 
@@ -31,7 +32,13 @@ from kafkalite.errors import (
     RecordTooLargeError,
     UnknownProducerIdError,
 )
-from kafkalite.protocol.records import NO_PRODUCER_ID, BatchHeader, patch_log_append_time, read_batches
+from kafkalite.protocol.records import (
+    NO_PRODUCER_ID,
+    BatchHeader,
+    decode_columns,
+    patch_log_append_time,
+    read_batches,
+)
 from kafkalite.storage import Log
 
 logger = logging.getLogger("kafkalite.partition")
@@ -95,7 +102,7 @@ class Partition:
         batches = read_batches(records)
         if not batches:
             raise CorruptRecordError("produce carried no record batch")
-        self._check_limits(batches, len(records))
+        self._check_limits(batches, records)
         to_append: list[tuple[int, BatchHeader]] = []
         duplicate_of: int | None = None
         for pos, header in batches:
@@ -134,7 +141,23 @@ class Partition:
         logger.debug("appended offsets %d..%d to %s-%d", first_offset, last_offset, self.topic, self.index)
         return ProduceResult(first_offset, last_offset, append_time, self.log.log_start_offset)
 
-    def _check_limits(self, batches: list[tuple[int, BatchHeader]], size: int) -> None:
+    def _check_keys(self, batches: list[tuple[int, BatchHeader]], records: bytes | bytearray) -> None:
+        for pos, _ in batches:
+            keyless = [index for index, key in enumerate(decode_columns(records, pos).keys) if key is None]
+            if keyless:
+                reason = (
+                    f"Compacted topic cannot accept message without key in topic partition {self.topic}-{self.index}."
+                )
+                shown = ", ".join(f"RecordError(batchIndex={index}, message='{reason}')" for index in keyless[:3])
+                logger.info("refused %d keyless records for %s-%d", len(keyless), self.topic, self.index)
+                raise InvalidRecordError(
+                    f"One or more records have been rejected due to {len(keyless)} record errors in total, and only "
+                    f"showing the first three errors at most: [{shown}]",
+                    record_errors=tuple((index, reason) for index in keyless),
+                )
+
+    def _check_limits(self, batches: list[tuple[int, BatchHeader]], records: bytes | bytearray) -> None:
+        size = len(records)
         max_batch = self.config.get_int("max.message.bytes")
         for _, header in batches:
             if header.is_control:
@@ -143,6 +166,8 @@ class Partition:
                 raise RecordTooLargeError(
                     f"batch of {header.size} bytes exceeds max.message.bytes={max_batch} on {self.topic}"
                 )
+        if self.config.compacted:
+            self._check_keys(batches, records)
         max_messages = self.config.get_int("max.partition.messages")
         incoming = sum(header.last_offset_delta + 1 for _, header in batches)
         if max_messages > 0 and self.message_count + incoming > max_messages:

@@ -91,5 +91,9 @@ class ProducerStateTable:
             AppendedBatch(header.base_sequence, _last_sequence(header), header.base_offset, header.last_offset)
         )
 
+    def last_offsets(self) -> dict[int, int]:
+        """Producer id → last offset of its last appended batch: the batches a log cleaning must keep."""
+        return {pid: entry.batches[-1].last_offset for pid, entry in self._producers.items() if entry.batches}
+
     def max_producer_id(self) -> int:
         return max(self._producers, default=-1)

@@ -38,6 +38,12 @@ def log_settings(config: TopicConfig) -> LogConfig:
         retention_ms=config.get_int("retention.ms"),
         retention_bytes=config.get_int("retention.bytes"),
         index_interval_bytes=config.get_int("index.interval.bytes"),
+        delete="delete" in config.cleanup_policy,
+        compact=config.compacted,
+        min_cleanable_dirty_ratio=float(config.get("min.cleanable.dirty.ratio")),
+        min_compaction_lag_ms=config.get_int("min.compaction.lag.ms"),
+        max_compaction_lag_ms=config.get_int("max.compaction.lag.ms"),
+        delete_retention_ms=config.get_int("delete.retention.ms"),
     )
 
 

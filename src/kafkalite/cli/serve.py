@@ -38,6 +38,12 @@ if TYPE_CHECKING:
 )
 @click.option("--auto-create-topics/--no-auto-create-topics", default=True, show_default=True)
 @click.option("--num-partitions", default=1, show_default=True, type=click.IntRange(1, 10_000))
+@click.option(
+    "--log-cleaner-io-max-bytes-per-second",
+    type=click.FloatRange(min=1, min_open=False),
+    default=None,
+    help="Cap on the log cleaner's read plus write rate (default: no cap).",
+)
 @click.option("--log-level", type=LOG_LEVELS, default="INFO", show_default=True)
 @click.option("--log-file", default=None, type=click.Path(dir_okay=False), help="Also write log lines here.")
 def serve(
@@ -48,6 +54,7 @@ def serve(
     fsync: str,
     auto_create_topics: bool,
     num_partitions: int,
+    log_cleaner_io_max_bytes_per_second: float | None,
     log_level: str,
     log_file: str | None,
 ) -> None:
@@ -62,6 +69,7 @@ def serve(
         fsync=fsync == "always",
         auto_create_topics=auto_create_topics,
         default_partitions=num_partitions,
+        log_cleaner_io_max_bytes_per_second=log_cleaner_io_max_bytes_per_second,
     )
     try:
         run(_serve(config, host, port, advertised_host))

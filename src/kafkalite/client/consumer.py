@@ -266,6 +266,10 @@ class Consumer:
         if chunk:
             self._buffer.append(chunk)
             logger.debug("%s read %d messages from %s-%d offset=%d", self.name, len(chunk), topic, partition, position)
+        elif records and pos == len(records):
+            # Only batches without a message for us (a compacted topic's header-only batch, control batches): step
+            # past them, or the next fetch would return them again.
+            self._positions[(topic, partition)] = max(position, header.last_offset + 1)
         return bool(chunk)
 
     async def run(self, handler: Handler, *, max_retries: int = 3, backoff: float = 0.1) -> None:

@@ -15,6 +15,8 @@ from kafkalite.errors import InvalidConfigError
 
 DEFAULT_SEGMENT_BYTES = 1 << 30
 WEEK_MS = 7 * 24 * 3600 * 1000
+DAY_MS = 24 * 3600 * 1000
+LONG_MAX = (1 << 63) - 1
 
 
 def _non_negative_int(value: str) -> int:
@@ -48,6 +50,23 @@ def _one_of(*choices: str) -> Callable[[str], str]:
     return parse
 
 
+def _cleanup_policy(value: str) -> str:
+    """Kafka's list type: "delete", "compact", or both, comma-separated in either order; an empty list (which
+    Kafka's list validator lets through) means neither: segments are kept forever and never cleaned."""
+    parts = [part.strip() for part in value.split(",")] if value.strip() else []
+    unknown = [part for part in parts if part not in ("delete", "compact")]
+    if unknown or len(set(parts)) != len(parts):
+        raise ValueError('must be "delete", "compact" or both, comma-separated')
+    return value
+
+
+def _ratio(value: str) -> float:
+    number = float(value)
+    if not 0.0 <= number <= 1.0:
+        raise ValueError("must be between 0 and 1")
+    return number
+
+
 def _segment_bytes(value: str) -> int:
     number = int(value)
     if number < 14:  # Kafka's lower bound: room for one empty batch header after the log overhead
@@ -79,7 +98,31 @@ TOPIC_CONFIG_KEYS: dict[str, ConfigKey] = {
             _one_of("CreateTime", "LogAppendTime"),
             "LogAppendTime stamps each batch with the broker's clock",
         ),
-        ConfigKey("cleanup.policy", "delete", _one_of("delete"), "only delete; log compaction is not supported"),
+        ConfigKey(
+            "cleanup.policy",
+            "delete",
+            _cleanup_policy,
+            "delete: retention removes old segments; compact: the log cleaner keeps the latest record per key",
+        ),
+        ConfigKey(
+            "min.cleanable.dirty.ratio",
+            "0.5",
+            _ratio,
+            "clean a compacted log once this share of its cleanable bytes is not yet cleaned",
+        ),
+        ConfigKey("min.compaction.lag.ms", "0", _non_negative_int, "records younger than this are never compacted"),
+        ConfigKey(
+            "max.compaction.lag.ms",
+            str(LONG_MAX),
+            _positive_int,
+            "a record left uncompacted this long makes its log due for cleaning (and rolls the active segment)",
+        ),
+        ConfigKey(
+            "delete.retention.ms",
+            str(DAY_MS),
+            _non_negative_int,
+            "tombstones and transaction markers outlive the first cleaning that sees them by this long",
+        ),
         ConfigKey("max.partition.messages", "-1", _limit, "KafkaLite: refuse produce past this many records"),
         ConfigKey("max.partition.bytes", "-1", _limit, "KafkaLite: refuse produce past this partition size"),
         ConfigKey("min.insync.replicas", "1", _positive_int, "accepted for compatibility; one broker, one replica"),
@@ -167,6 +210,16 @@ class TopicConfig:
                 source=source,
                 doc=key.doc,
             )
+
+    @property
+    def cleanup_policy(self) -> set[str]:
+        """The parts of cleanup.policy: "delete", "compact", both, or none."""
+        return {part.strip() for part in self.get("cleanup.policy").split(",") if part.strip()}
+
+    @property
+    def compacted(self) -> bool:
+        """cleanup.policy holds "compact": records need a key (Kafka refuses keyless ones with INVALID_RECORD)."""
+        return "compact" in self.cleanup_policy
 
     @property
     def log_append_time(self) -> bool:

@@ -13,11 +13,17 @@ the loop. Callers serialise appends per partition (the broker's per-partition lo
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from kafkalite.protocol.records import BatchHeader
 
+if TYPE_CHECKING:
+    from kafkalite.storage.compaction_policy import CleaningStats
+    from kafkalite.storage.compactor import CleaningContext, CleaningJob
+
 GiB = 1 << 30
+DAY_MS = 24 * 3600 * 1000
+NO_LIMIT_MS = (1 << 63) - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +35,14 @@ class LogConfig:
     retention_ms: int = 7 * 24 * 3600 * 1000  # retention.ms: -1 keeps segments forever
     retention_bytes: int = -1  # retention.bytes: -1 means no size limit
     index_interval_bytes: int = 4096  # index.interval.bytes: one index entry per this many log bytes
+    delete: bool = True  # cleanup.policy holds "delete": retention removes old segments
+    compact: bool = False  # cleanup.policy holds "compact": the cleaner keeps the latest record per key
+    min_cleanable_dirty_ratio: float = 0.5  # min.cleanable.dirty.ratio
+    min_compaction_lag_ms: int = 0  # min.compaction.lag.ms: records younger than this are never compacted
+    max_compaction_lag_ms: int = NO_LIMIT_MS  # max.compaction.lag.ms: dirty records older than this force a cleaning
+    delete_retention_ms: int = (
+        DAY_MS  # delete.retention.ms: tombstones and markers outlive their first cleaning this long
+    )
 
 
 class Log(Protocol):
@@ -71,6 +85,18 @@ class Log(Protocol):
 
     def apply_retention(self, now_ms: int) -> int:
         """Delete whole old segments per `retention_ms` / `retention_bytes`; return how many were deleted."""
+
+    def cleaning_stats(self, now_ms: int, first_unstable_offset: int | None = None) -> CleaningStats | None:
+        """The log's clean and dirty sections per `compaction_policy`; None when it is not compacted or has no
+        segment a cleaning may rewrite."""
+
+    def prepare_cleaning(self, now_ms: int, context: CleaningContext) -> CleaningJob | None:
+        """A cleaning of the cleanable segments, to `run` off the loop and hand back to `finish_cleaning` (None:
+        nothing to clean)."""
+
+    def finish_cleaning(self, job: CleaningJob) -> bool:
+        """Swap the job's segments in (True), or discard them when the log changed since it was prepared (False).
+        Callers hold the partition's append lock, so the swap sits between two appends."""
 
     def close(self) -> None:
         """Flush and release files; the log is unusable afterwards."""

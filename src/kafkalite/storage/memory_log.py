@@ -7,18 +7,32 @@ with a parallel sorted list of base offsets, so a lookup is two binary searches 
 bookkeeping of truncation, DeleteRecords and retention is `SegmentedLog`'s, shared with the file engine.
 
 Invariants: segment base offsets strictly increase; within a segment, batch base offsets strictly increase and are
-contiguous (each batch starts at the previous one's last offset + 1); the last segment is the active one and ends at
-`log_end_offset`. Nothing here blocks, and `sync` has nothing to do.
+contiguous (each batch starts at the previous one's last offset + 1) unless a cleaning left gaps; the last segment is
+the active one and ends at `log_end_offset`. Nothing here blocks, and `sync` has nothing to do.
+
+Compaction: the same passes as the file engine (`compactor`), run in the cleaner thread over the cleanable segments'
+batch lists (immutable `bytes`, listed on the loop when the cleaning is prepared), build new segment objects that
+`finish_cleaning` puts in place of the old ones on the loop.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 from kafkalite.errors import ClosedError, OffsetOutOfRangeError
-from kafkalite.protocol.records import BatchHeader, iter_records, patch_base_offset
+from kafkalite.protocol.records import BatchHeader, iter_records, patch_base_offset, read_header
 from kafkalite.storage.base import LogConfig
+from kafkalite.storage.compaction_policy import CleaningStats
+from kafkalite.storage.compactor import (
+    CleaningContext,
+    CleaningJob,
+    CleaningOutcome,
+    SourceSegment,
+    Throttle,
+    run_cleaning,
+)
 from kafkalite.storage.policy import DEFAULT_CONFIG, NO_TIMESTAMP, wall_clock_ms
 from kafkalite.storage.segmented_log import SegmentedLog
 
@@ -102,14 +116,46 @@ class MemoryLog(SegmentedLog[_MemorySegment]):
         self._check_readable(offset)
         if offset == self._log_end:
             return b""
-        segment = self._segments[bisect_right(self._segment_bases, offset) - 1]
-        first = bisect_right(segment.base_offsets, offset) - 1
-        end = first + 1
-        total = len(segment.batches[first])
-        while end < len(segment.batches) and total + len(segment.batches[end]) <= max_bytes:
-            total += len(segment.batches[end])
-            end += 1
-        return b"".join(segment.batches[first:end])
+        for number in range(bisect_right(self._segment_bases, offset) - 1, len(self._segments)):
+            segment = self._segments[number]
+            first = max(bisect_right(segment.base_offsets, offset) - 1, 0)
+            if first < len(segment.batches) and read_header(segment.batches[first]).last_offset < offset:
+                first += 1  # the offset is in a gap a cleaning left after this batch
+            if first == len(segment.batches):
+                continue
+            end = first + 1
+            total = len(segment.batches[first])
+            while end < len(segment.batches) and total + len(segment.batches[end]) <= max_bytes:
+                total += len(segment.batches[end])
+                end += 1
+            return b"".join(segment.batches[first:end])
+        return b""
+
+    def prepare_cleaning(self, now_ms: int, context: CleaningContext) -> CleaningJob | None:
+        stats = self.cleaning_stats(now_ms, context.first_unstable_offset)
+        if stats is None:
+            return None
+        count = stats.cleanable_segments
+        sources = [
+            _MemorySource(segment.base_offset, end, segment.size_bytes, list(segment.batches))
+            for segment, end in zip(self._segments[:count], self._segment_bases[1 : count + 1], strict=True)
+        ]
+        return _MemoryCleaningJob(
+            self.config, context, stats, list(self._segments[:count]), sources, now_ms, self._structure_version
+        )
+
+    def finish_cleaning(self, job: CleaningJob) -> bool:
+        assert isinstance(job, _MemoryCleaningJob)
+        outcome = job.outcome
+        if outcome is None or not self._cleaning_applies(job.version, job.members, prepared=True):
+            job.discard()
+            return False
+        rewritten = sum(outcome.groups)
+        self._segments[:rewritten] = job.cleaned or []
+        self._segment_bases = [segment.base_offset for segment in self._segments]
+        self._first_dirty = outcome.first_dirty
+        self._earliest_horizon = outcome.earliest_horizon
+        return True
 
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
         self._check_open()
@@ -142,3 +188,73 @@ class MemoryLog(SegmentedLog[_MemorySegment]):
     def _check_open(self) -> None:
         if self._closed:
             raise ClosedError("the log is closed")
+
+
+@dataclass(slots=True)
+class _MemorySource:
+    """A snapshot of one segment's batches (`compactor.SourceSegment`)."""
+
+    base_offset: int
+    end_offset: int
+    size_bytes: int
+    batch_list: list[bytes]
+
+    def batches(self) -> Iterator[tuple[bytes | memoryview, int, BatchHeader]]:
+        for batch in self.batch_list:
+            yield batch, 0, read_header(batch)
+
+
+class _MemorySink:
+    """The segment replacing one group (`compactor.SegmentSink`)."""
+
+    def __init__(self, first: SourceSegment, now_ms: int) -> None:
+        self.segment = _MemorySegment(first.base_offset, now_ms)
+        self._now_ms = now_ms
+
+    def write(self, batch: bytes, header: BatchHeader) -> None:
+        self.segment.add(batch, header.base_offset, header.max_timestamp, self._now_ms)
+
+
+@dataclass(slots=True)
+class _MemoryCleaningJob:
+    """A cleaning of a `MemoryLog`'s first `stats.cleanable_segments` segments (`compactor.CleaningJob`)."""
+
+    config: LogConfig
+    context: CleaningContext
+    stats: CleaningStats
+    members: list[_MemorySegment]
+    sources: list[_MemorySource]
+    now_ms: int
+    version: int
+    outcome: CleaningOutcome | None = None
+    cleaned: list[_MemorySegment] | None = None
+
+    def run(self, throttle: Throttle, stopping: Callable[[], bool]) -> None:
+        sinks: list[_MemorySink] = []
+
+        def open_sink(first: SourceSegment) -> _MemorySink:
+            sinks.append(_MemorySink(first, self.now_ms))
+            return sinks[-1]
+
+        outcome = run_cleaning(
+            self.config,
+            self.context,
+            self.sources,
+            first_dirty=self.stats.first_dirty,
+            now_ms=self.now_ms,
+            open_sink=open_sink,
+            throttle=throttle,
+            stopping=stopping,
+        )
+        start = 0
+        for size, sink in zip(outcome.groups, sinks, strict=True):
+            group = self.members[start : start + size]
+            sink.segment.created_ms = max(member.created_ms for member in group)
+            sink.segment.last_modified_ms = max(member.last_modified_ms for member in group)
+            start += size
+        self.cleaned = [sink.segment for sink in sinks]
+        self.outcome = outcome
+
+    def discard(self) -> None:
+        self.cleaned = None
+        self.outcome = None

@@ -12,6 +12,10 @@ Directory `<data_dir>/<topic>-<partition>/` (the caller passes it) holds, for ea
     earlier rolled segment not flushed yet) and the directory in a worker thread, then replaces the file: once per
     segment, never per sync round; (2) by `open`, once recovery has fsynced what it checked; (3) by `close`, as the
     log end offset; (4) by `truncate_to`, lowered before a cut below it.
+  * `cleaner-offset`: where the last cleaning of a compacted log ended (its first dirty offset), in decimal and a
+    newline (Kafka's `cleaner-offset-checkpoint`, per partition here). Written durably before a cleaning's swap
+    commits (`file_cleaning`), since it also tells recovery which segments may hold offset gaps: those whose base
+    offset lies below it.
   * `clean-shutdown`: an empty marker (Kafka's `.kafka_cleanshutdown`, kept per partition because a log opens and
     closes on its own, without knowing the data dir). `close` writes it last, after fsyncing every segment file and
     writing `recovery-point`; `open` removes it, and makes the removal durable before any append can follow.
@@ -51,13 +55,20 @@ Recovery on open (`open`):
     recovery point moves to the log end. A directory without the file (written before it existed) is recovered
     fully once.
 Either way the log is cut at the first bad or partial batch (a WARNING names the file, position, bytes and reason);
-a cut in an older segment, or a segment that does not end where the next begins, deletes every later segment.
+a cut in an older segment, or a segment that runs past the next one's base, deletes every later segment. Before any
+of that, a cleaning a crash interrupted is completed or discarded (`file_cleaning`).
+
+Compaction (`file_cleaning`): a cleaning rewrites a prefix of segments that all end at or below the recovery point
+(so every file it reads is durable), in the cleaner thread, and `finish_cleaning` swaps the result in on the event
+loop; reads then skip the gaps the cleaning left, moving on to the next segment when a segment has nothing at or
+after the offset asked for.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import threading
 from bisect import bisect_right
 from collections import OrderedDict
@@ -68,6 +79,13 @@ from kafkalite.errors import ClosedError, OffsetOutOfRangeError, StorageError
 from kafkalite.protocol.records import BatchHeader, patch_base_offset
 from kafkalite.storage.atomic_file import read_file
 from kafkalite.storage.base import LogConfig
+from kafkalite.storage.compactor import CleaningContext, CleaningJob
+from kafkalite.storage.file_cleaning import (
+    FileCleaningJob,
+    read_cleaner_checkpoint,
+    recover_interrupted_cleaning,
+    swap_in,
+)
 from kafkalite.storage.file_ops import FileOps, replace_atomically
 from kafkalite.storage.policy import DEFAULT_CONFIG, wall_clock_ms
 from kafkalite.storage.segment import LOG_SUFFIX, Segment, storage_error
@@ -75,6 +93,7 @@ from kafkalite.storage.segmented_log import SegmentedLog
 
 LOG_START_CHECKPOINT = "log-start-offset"
 RECOVERY_POINT_CHECKPOINT = "recovery-point"
+
 CLEAN_SHUTDOWN_MARKER = "clean-shutdown"
 _SEGMENT_NAME_DIGITS = 20
 _OPEN_INACTIVE_LOGS = 2  # a consumer catching up reads one old segment after another: enough to avoid reopen churn
@@ -148,11 +167,15 @@ class PartitionLog(SegmentedLog[Segment]):
         except OSError as exc:
             raise StorageError(f"open {directory} failed: {exc.strerror or exc}") from exc
         try:
-            bases = [] if fresh else _segment_bases(directory)
-            clean = not fresh and (directory / CLEAN_SHUTDOWN_MARKER).exists()
+            names = [] if fresh else os.listdir(directory)
+            if recover_interrupted_cleaning(directory, names, ops, fsync=fsync):
+                names = os.listdir(directory)
+            bases = _segment_bases(names)
+            clean = CLEAN_SHUTDOWN_MARKER in names
         except OSError as exc:
             raise StorageError(f"open {directory} failed: {exc.strerror or exc}") from exc
         checkpoint = None if fresh else read_file(directory / LOG_START_CHECKPOINT)
+        cleaned_to = read_cleaner_checkpoint(directory) if not fresh else 0
         checkpointed_start = int(checkpoint) if checkpoint else 0
         # Segments from the one holding the recovery point on were not known durable: recover them fully.
         recovery_point = 0 if fresh else _read_recovery_point(directory)
@@ -163,6 +186,7 @@ class PartitionLog(SegmentedLog[Segment]):
         try:
             for number, base in enumerate(bases):
                 segment, rebuild_reason = Segment.load(directory, base, ops)
+                segment.gaps_allowed = base < cleaned_to
                 segments.append(segment)
                 is_last = number == len(bases) - 1
                 full = not clean and base >= full_from
@@ -177,9 +201,10 @@ class PartitionLog(SegmentedLog[Segment]):
                     continue
                 segment.become_inactive()
                 next_base = bases[number + 1]
-                if log_end != next_base:
+                gap = log_end < next_base and not segment.gaps_allowed
+                if log_end > next_base or gap or segment.cut_by_recovery:
                     logger.warning(
-                        "%s ends at offset %d but the next segment starts at %d: deleting every later segment",
+                        "%s ends at offset %d, the next segment starts at %d: deleting every later segment",
                         segment.log_path,
                         log_end,
                         next_base,
@@ -204,6 +229,7 @@ class PartitionLog(SegmentedLog[Segment]):
             clock=clock,
             file_ops=ops,
         )
+        log._first_dirty = cleaned_to
         try:
             log._settle_after_open(recovered, clean=clean, recovery_point=recovery_point)
         except BaseException:
@@ -252,10 +278,68 @@ class PartitionLog(SegmentedLog[Segment]):
             raise OffsetOutOfRangeError(offset, self._log_start, self._log_end)
         if offset == self._log_end:
             return b""
-        segment = self._segments[bisect_right(self._segment_bases, offset) - 1]
-        data = segment.read(offset, max_bytes)
-        self._note_read(segment)
-        return data
+        for number in range(bisect_right(self._segment_bases, offset) - 1, len(self._segments)):
+            segment = self._segments[number]
+            data = segment.read(offset, max_bytes)
+            self._note_read(segment)
+            if data:
+                return data
+        return b""
+
+    # --- compaction (see file_cleaning) -----------------------------------------------------------------------
+
+    def prepare_cleaning(self, now_ms: int, context: CleaningContext) -> CleaningJob | None:
+        stats = self.cleaning_stats(now_ms, context.first_unstable_offset)
+        if stats is None:
+            return None
+        count = stats.cleanable_segments
+        for segment in self._segments[:count]:
+            segment.write_pending_index_entries()
+        return FileCleaningJob(
+            self.directory,
+            self._ops,
+            self.config,
+            context,
+            stats,
+            list(self._segments[:count]),
+            self._segment_bases[1 : count + 1],
+            now_ms,
+            self._fsync,
+            self._structure_version,
+        )
+
+    def finish_cleaning(self, job: CleaningJob) -> bool:
+        assert isinstance(job, FileCleaningJob)
+        outcome = job.outcome
+        if outcome is None or not self._cleaning_applies(job.version, job.members, prepared=True):
+            job.discard()
+            return False
+        rewritten = job.members[: sum(outcome.groups)]
+        cleaned = job.cleaned or []
+        try:
+            swap_in(job)
+        except StorageError:
+            if not job.committed:
+                job.discard()
+                raise
+            # Durable on disk, half done in the directory: the next open completes it; until then, no writes.
+            self._fsync_failure = StorageError(f"a cleaning of {self.directory} could not be completed")
+            raise
+        gone = {id(segment) for segment in rewritten}
+        self._rolled = [entry for entry in self._rolled if id(entry[0]) not in gone]
+        for segment in rewritten:
+            self._unsynced_segments.pop(segment.base_offset, None)
+            self._open_inactive.pop(id(segment), None)
+        self._segments[: len(rewritten)] = cleaned
+        self._segment_bases = [segment.base_offset for segment in self._segments]
+        self._directory_unsynced = True  # the removes and renames after the commit point: the next round syncs them
+        self._write_sequence += 1
+        self._first_dirty = outcome.first_dirty
+        self._earliest_horizon = outcome.earliest_horizon
+        return True
+
+    def _cleanable_limit(self) -> int:
+        return self._recovery_point
 
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
         self._check_open()
@@ -492,13 +576,10 @@ class PartitionLog(SegmentedLog[Segment]):
             )
 
 
-def _segment_bases(directory: Path) -> list[int]:
-    """Base offsets of the segments in `directory`, ascending (raises `OSError`)."""
-    return sorted(
-        int(path.stem)
-        for path in directory.glob(f"*{LOG_SUFFIX}")
-        if len(path.stem) == _SEGMENT_NAME_DIGITS and path.stem.isdigit()
-    )
+def _segment_bases(names: list[str]) -> list[int]:
+    """Base offsets of the segments among a directory's file `names`, ascending."""
+    stems = (name[: -len(LOG_SUFFIX)] for name in names if name.endswith(LOG_SUFFIX))
+    return sorted(int(stem) for stem in stems if len(stem) == _SEGMENT_NAME_DIGITS and stem.isdigit())
 
 
 def _read_recovery_point(directory: Path) -> int:

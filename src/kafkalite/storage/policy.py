@@ -5,10 +5,13 @@ Rolling (Kafka's `LogSegment.shouldRoll`): a non-empty active segment is rolled 
   * the batch's max timestamp is more than `segment_ms` past the max timestamp of the segment's first batch (when
     batches carry no timestamp, the segment's creation time on the log's clock is compared with now), or
   * a relative offset or a file position would no longer fit the 4-byte index fields.
+On a compacted log the age limit is min(`segment_ms`, `max_compaction_lag_ms`) (Kafka's `maxSegmentMs`), so a dirty
+record never waits in the active segment, which the cleaner does not touch, longer than the lag allows.
 
 Retention (Kafka's `deleteRetentionMsBreachedSegments` then `deleteRetentionSizeBreachedSegments`) deletes a prefix of
-whole segments, never the active one: first those whose largest timestamp is more than `retention_ms` old, then,
-while the log is bigger than `retention_bytes`, the oldest segments whose removal keeps it at or above that size.
+whole segments, never the active one, and only when the cleanup policy holds "delete": first those whose largest
+timestamp is more than `retention_ms` old, then, while the log is bigger than `retention_bytes`, the oldest segments
+whose removal keeps it at or above that size.
 """
 
 from __future__ import annotations
@@ -73,14 +76,24 @@ def should_roll(
         return True
     if batch_last_offset - active.base_offset > INT32_MAX:
         return True
+    max_age = max_segment_ms(config)
     first_batch_max_timestamp = active.first_batch_max_timestamp
     if first_batch_max_timestamp >= 0:
-        return batch_max_timestamp - first_batch_max_timestamp > config.segment_ms
-    return now_ms - active.created_ms > config.segment_ms
+        return batch_max_timestamp - first_batch_max_timestamp > max_age
+    return now_ms - active.created_ms > max_age
+
+
+def max_segment_ms(config: LogConfig) -> int:
+    """The active segment's age limit (see the module docstring)."""
+    if config.compact and config.max_compaction_lag_ms > 0:
+        return min(config.segment_ms, config.max_compaction_lag_ms)
+    return config.segment_ms
 
 
 def count_expired_segments(config: LogConfig, segments: Sequence[SegmentStats], now_ms: int) -> int:
     """How many of the oldest segments retention deletes; the last (active) segment is never counted."""
+    if not config.delete:
+        return 0
     deletable = len(segments) - 1
     expired = 0
     if config.retention_ms >= 0:

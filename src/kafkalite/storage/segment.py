@@ -1,7 +1,10 @@
 """One log segment: `<base offset, 20 digits>.log`, `.index` and `.timeindex`, in Kafka's formats.
 
 `.log` holds RecordBatch v2 batches back to back, exactly as producers sent them with the base offset patched; the
-first batch's base offset is the segment's base offset and each next batch starts at the previous last offset + 1.
+first batch's base offset is the segment's base offset and each next batch starts at the previous last offset + 1,
+except in a segment the log cleaner wrote (`compactor`): its batches keep their offsets, with gaps between them, and
+its first batch may start above its base offset. Recovery requires contiguous offsets (a bit flipped in a base
+offset, which the CRC does not cover, is caught so) except where `gaps_allowed`: in segments the cleaner wrote.
 `.index` and `.timeindex` are described in `offset_index` and `time_index`; their entries are kept in memory and
 written to the files at roll, close and flush (`write_pending_index_entries`), so after a roll or close both files
 hold exactly Kafka's entries and nothing else.
@@ -82,11 +85,12 @@ class Segment:
         size: int,
         created_ms: int,
         last_modified_ms: int,
+        extension: str = "",
     ) -> None:
         self.base_offset = base_offset
-        self.log_path = segment_path(directory, base_offset, LOG_SUFFIX)
-        self.index_path = segment_path(directory, base_offset, INDEX_SUFFIX)
-        self.time_index_path = segment_path(directory, base_offset, TIME_INDEX_SUFFIX)
+        self.log_path = segment_path(directory, base_offset, LOG_SUFFIX + extension)
+        self.index_path = segment_path(directory, base_offset, INDEX_SUFFIX + extension)
+        self.time_index_path = segment_path(directory, base_offset, TIME_INDEX_SUFFIX + extension)
         self._ops = ops
         self._log_fd = log_fd
         self.offset_index = offset_index
@@ -97,6 +101,8 @@ class Segment:
         self.max_timestamp, self.offset_of_max_timestamp = time_index.last_entry()
         self.first_batch_max_timestamp = NO_TIMESTAMP
         self.bytes_since_index_entry = 0
+        self.gaps_allowed = False  # set by the partition log for segments below its cleaner checkpoint
+        self.cut_by_recovery = False  # `recover` dropped bad bytes: whatever followed this segment is suspect
         # How many bytes of each index are in its file; the entries after that are written by the next flush.
         self._index_bytes_written = offset_index.size_bytes
         self._time_index_bytes_written = time_index.size_bytes
@@ -104,13 +110,16 @@ class Segment:
     # --- lifecycle --------------------------------------------------------------------------------------------
 
     @classmethod
-    def create(cls, directory: Path, base_offset: int, ops: FileOps, now_ms: int) -> Segment:
-        """A new empty segment (any files of that name are emptied); its `.log` stays open."""
+    def create(cls, directory: Path, base_offset: int, ops: FileOps, now_ms: int, extension: str = "") -> Segment:
+        """A new empty segment (any files of that name are emptied); its `.log` stays open.
+
+        `extension` names a segment being built beside the live ones (the cleaner's `.cleaned`), see `rename_files`.
+        """
         flags = os.O_RDWR | os.O_CREAT | os.O_TRUNC
-        log_fd = _open(ops, segment_path(directory, base_offset, LOG_SUFFIX), flags)
+        log_fd = _open(ops, segment_path(directory, base_offset, LOG_SUFFIX + extension), flags)
         try:
             for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
-                ops.close(_open(ops, segment_path(directory, base_offset, suffix), flags))
+                ops.close(_open(ops, segment_path(directory, base_offset, suffix + extension), flags))
         except BaseException:
             ops.close(log_fd)
             raise
@@ -124,6 +133,7 @@ class Segment:
             size=0,
             created_ms=now_ms,
             last_modified_ms=now_ms,
+            extension=extension,
         )
 
     @classmethod
@@ -160,6 +170,24 @@ class Segment:
             return segment, f"offset index: {problem}"
         problem = time_index.problem()
         return segment, None if problem is None else f"time index: {problem}"
+
+    def rename_files(self, extension: str) -> None:
+        """Rename the three files to their names with `extension` ("" for the live names): the indexes first, so the
+        `.log` (which recovery looks for) moves last. The open `.log` descriptor, if any, follows the file."""
+        targets = [
+            segment_path(path.parent, self.base_offset, suffix + extension)
+            for path, suffix in (
+                (self.index_path, INDEX_SUFFIX),
+                (self.time_index_path, TIME_INDEX_SUFFIX),
+                (self.log_path, LOG_SUFFIX),
+            )
+        ]
+        for source, target in zip((self.index_path, self.time_index_path, self.log_path), targets, strict=True):
+            try:
+                self._ops.rename(source, target)
+            except OSError as exc:
+                raise storage_error("rename", source, exc) from exc
+        self.index_path, self.time_index_path, self.log_path = targets
 
     def become_inactive(self) -> None:
         """Record the segment's max timestamp in the time index (Kafka does this on roll and close), then write every
@@ -252,7 +280,9 @@ class Segment:
 
     # --- append -----------------------------------------------------------------------------------------------
 
-    def append(self, batch: bytearray, last_offset: int, max_timestamp: int, index_interval: int, now_ms: int) -> None:
+    def append(
+        self, batch: bytes | bytearray, last_offset: int, max_timestamp: int, index_interval: int, now_ms: int
+    ) -> None:
         """Write one batch (base offset already patched) at the end; on failure the files are as before."""
         position = self.size
         plan = self._plan_index(position, last_offset, max_timestamp, index_interval)
@@ -466,7 +496,7 @@ class Segment:
             if not headers:
                 stop_reason = reason
             for header in headers:
-                if header.base_offset != next_offset:
+                if header.base_offset != next_offset and not (self.gaps_allowed and header.base_offset > next_offset):
                     stop_reason = f"base offset {header.base_offset} where {next_offset} was expected"
                     break
                 last_offset = header.base_offset + header.last_offset_delta
@@ -487,6 +517,7 @@ class Segment:
                 stop_reason,
             )
             self._cut(position, next_offset, now_ms)
+            self.cut_by_recovery = True
         self._write_indexes()
         return next_offset
 

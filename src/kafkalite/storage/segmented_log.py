@@ -7,9 +7,16 @@ what its storage needs through three hooks: `_delete_segments` (segments are lea
 `_log_start_moved` (persist the new log start) and `_before_truncate` (the log is about to be cut). Appends choose
 their segment here too (`_segment_for_append`: the roll rule), and an engine extends `_roll` with what a roll costs it.
 
-Invariants: segment base offsets strictly increase and each segment ends where the next begins; the last segment is
-the active one and ends at `log_end_offset`; deletion only ever removes a prefix of whole segments, never the active
-one, and moves the log start up to the first base offset left when it was below it.
+Invariants: segment base offsets strictly increase and each segment ends where the next begins (its last batch may
+end before that: a cleaning leaves gaps); the last segment is the active one and ends at `log_end_offset`; deletion
+only ever removes a prefix of whole segments, never the active one, and moves the log start up to the first base
+offset left when it was below it.
+
+Compaction bookkeeping (the mechanism is the engine's, the rules `compaction_policy`'s): `_first_dirty` is where the
+last cleaning ended (the cleaner checkpoint), `_earliest_horizon` the first delete horizon still ahead in the cleaned
+section (None when unknown, as after a restart), and `_structure_version` counts the changes that move or remove
+segments (truncation, DeleteRecords, retention): a cleaning prepared at one version is swapped in only if the log is
+still at it, so a cleaning never resurrects what one of those removed.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from typing import Generic, Protocol, TypeVar
 from kafkalite.errors import OffsetOutOfRangeError
 from kafkalite.protocol.records import BatchHeader
 from kafkalite.storage.base import LogConfig
+from kafkalite.storage.compaction_policy import CleaningStats, cleaning_stats
 from kafkalite.storage.policy import ActiveSegmentStats, count_expired_segments, should_roll
 
 
@@ -44,6 +52,10 @@ class SegmentedLog(Generic[SegmentT]):
     _segment_bases: list[int]
     _log_start: int
     _log_end: int
+    _closed: bool
+    _first_dirty = 0
+    _earliest_horizon: int | None = None
+    _structure_version = 0
 
     @property
     def log_start_offset(self) -> int:
@@ -61,10 +73,43 @@ class SegmentedLog(Generic[SegmentT]):
     def segment_count(self) -> int:
         return len(self._segments)
 
+    def cleaning_stats(self, now_ms: int, first_unstable_offset: int | None = None) -> CleaningStats | None:
+        """Where a cleaning of this log could go now, per `compaction_policy` (None: not compacted or nothing to do)."""
+        self._check_open()
+        limit = self._cleanable_limit()
+        if first_unstable_offset is not None:
+            limit = min(limit, first_unstable_offset)
+        return cleaning_stats(
+            self.config,
+            self._segments,
+            first_dirty=self.first_dirty_offset,
+            limit_offset=limit,
+            earliest_horizon=self._earliest_horizon,
+            now_ms=now_ms,
+        )
+
+    def _cleaning_applies(self, version: int, members: list[SegmentT], prepared: bool) -> bool:
+        """Whether a cleaning of `members`, prepared at structure `version` and run to the end (`prepared`), may
+        still be swapped in: the log is open and its first segments are still exactly those."""
+        return (
+            prepared
+            and not self._closed
+            and version == self._structure_version
+            and self._segments[: len(members)] == members
+        )
+
+    @property
+    def first_dirty_offset(self) -> int:
+        """The cleaner checkpoint, or the log start when it is not inside the log (never cleaned, or cut since)."""
+        if self._log_start <= self._first_dirty <= self._log_end:
+            return self._first_dirty
+        return self._log_start
+
     def truncate_to(self, offset: int) -> None:
         self._check_open()
         if offset >= self._log_end:
             return
+        self._structure_version += 1
         now_ms = self._clock()
         self._before_truncate(offset)
         if offset < self._segments[0].base_offset:
@@ -89,6 +134,7 @@ class SegmentedLog(Generic[SegmentT]):
             raise OffsetOutOfRangeError(offset, self._log_start, self._log_end)
         if offset <= self._log_start:
             return
+        self._structure_version += 1
         self._log_start = offset
         self._log_start_moved()
         self._delete_oldest(bisect_right(self._segment_bases, offset) - 1)
@@ -126,6 +172,7 @@ class SegmentedLog(Generic[SegmentT]):
     def _delete_oldest(self, count: int) -> None:
         if count <= 0:
             return
+        self._structure_version += 1
         self._delete_segments(self._segments[:count])
         del self._segments[:count], self._segment_bases[:count]
         self._log_start = max(self._log_start, self._segment_bases[0])
@@ -137,6 +184,10 @@ class SegmentedLog(Generic[SegmentT]):
 
     def _new_segment(self, base_offset: int, now_ms: int) -> SegmentT:
         raise NotImplementedError
+
+    def _cleanable_limit(self) -> int:
+        """No segment ending past this offset may be rewritten by a cleaning (the file engine: its recovery point)."""
+        return self._log_end
 
     def _delete_segments(self, segments: list[SegmentT]) -> None:
         """`segments` are about to leave the list (the list itself is the caller's to edit)."""

@@ -1,8 +1,9 @@
 """Produce (API key 0), versions 3-13.
 
-v3 is the first with RecordBatch v2 and transactional_id · v5 adds log_start_offset · v8 adds record_errors and
-error_message · v9 is the first flexible version · v10 adds the current-leader hints (tagged) · v11 is v10 again
-(KIP-890 marker) · v12 is v11 again · v13 names topics by id instead of by name.
+v3 is the first with RecordBatch v2 and transactional_id · v5 adds log_start_offset · v8 adds record_errors (filled
+for keyless records refused by a compacted topic, as Kafka does) and error_message · v9 is the first flexible
+version · v10 adds the current-leader hints (tagged) · v11 is v10 again (KIP-890 marker) · v12 is v11 again · v13
+names topics by id instead of by name.
 Versions 0-2 (legacy message sets) are not served: librdkafka needs v3+ before it uses RecordBatch v2 at all.
 
 Records stay opaque bytes from the request to the partition's log. acks=0 gets no response; an acks=0 produce that
@@ -44,12 +45,13 @@ INVALID_REQUIRED_ACKS = 21
 CORRUPT_MESSAGE = 2
 
 # One partition's outcome before it becomes a kio class: (index, error code, message, base offset, log append time,
-# log start offset). Kept plain so that an acks=-1 answer can still swap in a sync failure.
-_Outcome = tuple[int, int, str | None, int, int, int]
+# log start offset, record errors). Kept plain so that an acks=-1 answer can still swap in a sync failure.
+_RecordErrors = tuple[tuple[int, str], ...]
+_Outcome = tuple[int, int, str | None, int, int, int, _RecordErrors]
 
 
-def _failed(index: int, code: int, message: str | None) -> _Outcome:
-    return index, code, message, -1, -1, -1
+def _failed(index: int, code: int, message: str | None, record_errors: _RecordErrors = ()) -> _Outcome:
+    return index, code, message, -1, -1, -1, record_errors
 
 
 async def _append_partition(ctx: RequestContext, topic: str, index: int, records: bytes | None, acks: int) -> _Outcome:
@@ -60,8 +62,8 @@ async def _append_partition(ctx: RequestContext, topic: str, index: int, records
     try:
         result = await ctx.broker.append(topic, index, records)
     except Exception as e:
-        return _failed(index, error_code(e), error_message(e))
-    return index, 0, None, result.base_offset, result.log_append_time_ms, result.log_start_offset
+        return _failed(index, error_code(e), error_message(e), getattr(e, "record_errors", ()))
+    return index, 0, None, result.base_offset, result.log_append_time_ms, result.log_start_offset, ()
 
 
 async def _append_topic(ctx: RequestContext, topic_data: Any, acks: int) -> tuple[Any, str | None, list[_Outcome]]:
@@ -86,6 +88,7 @@ async def _append_topic(ctx: RequestContext, topic_data: Any, acks: int) -> tupl
 
 def _response(ctx: RequestContext, appended: list[tuple[Any, str | None, list[_Outcome]]]) -> Any:
     build = ctx.build
+    has_record_errors = ctx.schema.has_field("PartitionProduceResponse", "record_errors")  # v8+
     return build(
         "ProduceResponse",
         responses=[
@@ -101,10 +104,13 @@ def _response(ctx: RequestContext, appended: list[tuple[Any, str | None, list[_O
                         base_offset=base_offset,
                         log_append_time=append_time,
                         log_start_offset=start_offset,
-                        record_errors=[],
+                        record_errors=[
+                            build("BatchIndexAndErrorMessage", batch_index=i, batch_index_error_message=why)
+                            for i, why in (record_errors if has_record_errors else ())
+                        ],
                         error_message=message,
                     )
-                    for index, code, message, base_offset, append_time, start_offset in outcomes
+                    for index, code, message, base_offset, append_time, start_offset, record_errors in outcomes
                 ],
             )
             for topic_data, _, outcomes in appended
@@ -123,7 +129,7 @@ def _template(ctx: RequestContext, topic_data: Any) -> tuple[BodyTemplate, bool]
     """The answer template for one partition of `topic_data` at this version, and whether it has log_start_offset."""
     has_start = ctx.schema.has_field("PartitionProduceResponse", "log_start_offset")
     (_, index), (_, base_offset), (_, start_offset) = _SENTINELS
-    outcome = (index, 0, None, base_offset, -1, start_offset if has_start else -1)
+    outcome = (index, 0, None, base_offset, -1, start_offset if has_start else -1, ())
     body = ctx.schema.encode_body(_response(ctx, [(topic_data, None, [outcome])]))
     template = BodyTemplate.find(body, _SENTINELS if has_start else _SENTINELS[:2])
     return None if template is None else (template, has_start)
@@ -132,7 +138,7 @@ def _template(ctx: RequestContext, topic_data: Any) -> tuple[BodyTemplate, bool]
 def _answer(ctx: RequestContext, appended: list[tuple[Any, str | None, list[_Outcome]]]) -> Any:
     """The encoded body from the template when the answer has the common shape, else the kio response."""
     if len(appended) == 1 and len(appended[0][2]) == 1:
-        topic_data, _, ((index, code, _, base_offset, append_time, start_offset),) = appended[0]
+        topic_data, _, ((index, code, _, base_offset, append_time, start_offset, _),) = appended[0]
         if not code and append_time == -1:
             key = (ctx.schema.version, getattr(topic_data, "name", None), getattr(topic_data, "topic_id", None))
             if key in _templates:
