@@ -1,0 +1,143 @@
+"""Records in: one message per input line, through librdkafka's producer.
+
+A line is split at the first `key_separator` into key and value (a line without it is a value with a null key);
+the line terminator is not part of the message. Every message gets the same headers and, when one is given, the same
+partition; otherwise the producer's partitioner places it (librdkafka's default, murmur2 on the key, as the Java
+client). Delivery reports are requested for failures only, so the loop pays nothing per message that succeeds.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
+
+from kafkalite.admin.connection import AdminError, ClientSettings, Cluster, kafka_message
+from kafkalite.admin.topics import topic_metadata
+
+ACKS = {"0": "0", "1": "1", "all": "all", "-1": "all"}
+POLL_EVERY = 10_000  # messages between serving delivery reports
+PROGRESS_EVERY = 4_096  # lines between progress callbacks
+
+
+@dataclass
+class ProduceResult:
+    messages: int = 0  # handed to the producer
+    bytes: int = 0  # keys + values
+    failed: int = 0
+    first_error: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def delivered(self) -> int:
+        return self.messages - self.failed
+
+
+def check_partition(cluster: Cluster, topic: str, partition: int | None, *, create: bool = True) -> int:
+    """The topic's partition count, after checking `partition` exists; a topic the broker does not know is created on
+    demand where the broker allows it (a Metadata request naming it), else AdminError."""
+    try:
+        metadata = topic_metadata(cluster, topic)
+    except AdminError:
+        if not create:
+            raise
+        metadata = cluster.refresh(topic).topics.get(topic)  # type: ignore[assignment]
+        if metadata is None or metadata.error is not None or not metadata.partitions:
+            raise AdminError(
+                f"topic {topic!r} does not exist on {cluster.settings.bootstrap} (and the broker does not create "
+                "topics on demand)"
+            ) from None
+    count = len(metadata.partitions)
+    if partition is not None and not 0 <= partition < count:
+        raise AdminError(f"topic {topic!r} has no partition {partition} (it has {count})")
+    return count
+
+
+class LineProducer:
+    """Produces lines to one topic; `send` may be called with several inputs, `close` flushes and reports."""
+
+    def __init__(
+        self,
+        settings: ClientSettings,
+        topic: str,
+        *,
+        partition: int | None = None,
+        acks: str = "all",
+        key_separator: bytes | None = None,
+        headers: Sequence[tuple[str, bytes]] = (),
+    ) -> None:
+        if acks not in ACKS:
+            raise AdminError(f"bad acks {acks!r}: expected 0, 1 or all")
+        self.topic = topic
+        self.result = ProduceResult()
+        self._started = time.perf_counter()
+        self._separator = key_separator or None
+        self._options: dict[str, Any] = {}
+        if partition is not None:
+            self._options["partition"] = partition
+        if headers:
+            self._options["headers"] = list(headers)
+        config = settings.config(
+            **{
+                "acks": ACKS[acks],
+                "linger.ms": 5,
+                "delivery.report.only.error": True,
+                "message.timeout.ms": max(30_000, int(settings.timeout_s * 3000)),
+                "on_delivery": self._delivered,
+            }
+        )
+        try:
+            self._producer = Producer(config)
+        except KafkaException as exc:
+            raise AdminError(kafka_message(exc)) from None
+
+    def _delivered(self, error: KafkaError | None, message: Message) -> None:
+        if error is not None:
+            self.result.failed += 1
+            if self.result.first_error is None:
+                self.result.first_error = f"{self.topic}[{message.partition()}]: {error.str()}"
+
+    def send(self, lines: Iterable[bytes], progress: Callable[[int], None] | None = None) -> None:
+        """Produce every line; `progress(bytes_read)` is called now and then with the bytes consumed since last."""
+        produce = self._producer.produce
+        poll = self._producer.poll
+        topic, separator, options = self.topic, self._separator, self._options
+        count = size = read = 0
+        for line in lines:
+            read += len(line)
+            if line.endswith(b"\n"):
+                line = line[:-2] if line.endswith(b"\r\n") else line[:-1]
+            key: bytes | None = None
+            if separator is not None:
+                head, found, tail = line.partition(separator)
+                if found:
+                    key, line = head, tail
+            while True:
+                try:
+                    produce(topic, line, key, **options)
+                    break
+                except BufferError:  # librdkafka's queue is full: let it send, then try again
+                    poll(0.05)
+            count += 1
+            size += len(line) + (len(key) if key is not None else 0)
+            if count % POLL_EVERY == 0:
+                poll(0)
+            if progress is not None and count % PROGRESS_EVERY == 0:
+                progress(read)
+                read = 0
+        if progress is not None and read:
+            progress(read)
+        self.result.messages += count
+        self.result.bytes += size
+
+    def close(self) -> ProduceResult:
+        """Wait for every message to be acknowledged (or to fail) and return the totals."""
+        remaining = self._producer.flush()
+        self.result.failed += remaining
+        if remaining and self.result.first_error is None:
+            self.result.first_error = f"{remaining} message(s) were not delivered"
+        self.result.seconds = time.perf_counter() - self._started
+        return self.result
