@@ -34,6 +34,12 @@ class StartPosition:
     value: int = 0  # the offset for "offset", ms since the epoch for "time"
 
 
+def header_pairs(m: Message) -> list[tuple[str, bytes | None]]:
+    """The record's headers in order; librdkafka hands them over as a list of (name, bytes or None)."""
+    headers: Any = m.headers() or []
+    return [(str(name), value.encode() if isinstance(value, str) else value) for name, value in headers]
+
+
 class RecordStream:
     def __init__(
         self,

@@ -3,6 +3,9 @@
 Lag per partition is `end offset - committed offset` (Kafka's definition; a partition with no committed offset has
 no lag figure). A reset writes offsets through OffsetCommit on behalf of the group, which Kafka accepts only while
 the group has no members: the plan is refused up front when members are active, so nothing is half-applied.
+
+A group with no members and no committed offsets is reported as not existing, whatever state the broker gives it:
+Kafka answers Dead for an unknown group, some compatible brokers answer Empty, and neither has anything to show.
 """
 
 from __future__ import annotations
@@ -108,7 +111,7 @@ def describe_group(cluster: Cluster, group: str) -> GroupDescription:
     ]
     committed = committed_offsets(cluster, group)
     state = _state(described.state)
-    if not members and not committed and state in ("dead", "unknown"):
+    if not members and not committed and state in ("dead", "unknown", "empty"):
         raise AdminError(f"group {group!r} does not exist on {cluster.settings.bootstrap}")
     owner = {key: m.client_id for m in members for key in m.assignment}
     keys = sorted({*committed, *owner})
@@ -195,7 +198,9 @@ def commit_offsets(cluster: Cluster, group: str, offsets: Mapping[Key, int], met
     for (topic, partition), offset in sorted(offsets.items()):
         note = metadata.get((topic, partition))
         partitions.append(
-            TopicPartition(topic, partition, offset, metadata=note) if note else TopicPartition(topic, partition, offset)
+            TopicPartition(topic, partition, offset, metadata=note)
+            if note
+            else TopicPartition(topic, partition, offset)
         )
     futures = cluster.admin.alter_consumer_group_offsets(
         [ConsumerGroupTopicPartitions(group, partitions)], request_timeout=cluster.settings.timeout_s

@@ -18,6 +18,8 @@ from typing import Any
 
 from confluent_kafka import Message
 
+from kafkalite.admin.consume import header_pairs
+
 Formatter = Callable[[Sequence[Message]], bytes]
 NAMED = ("value", "key-value", "json")
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\"}
@@ -37,12 +39,6 @@ def formatter(spec: str, key_separator: bytes = b"\t") -> Formatter:
     if "%" not in spec:
         raise FormatError(f"unknown format {spec!r}: use value, key-value, json, or a template with %-tokens")
     return _template(spec)
-
-
-def header_pairs(m: Message) -> list[tuple[str, bytes | None]]:
-    """The record's headers in order; librdkafka hands them over as a list of (name, bytes or None)."""
-    headers: Any = m.headers() or []
-    return [(str(name), value.encode() if isinstance(value, str) else value) for name, value in headers]
 
 
 def _text(data: bytes | None, name: str, record: dict[str, Any]) -> None:

@@ -15,6 +15,7 @@ import click
 from kafkalite.cli.consume import consume
 from kafkalite.cli.demo import demo
 from kafkalite.cli.groups import groups
+from kafkalite.cli.migrate import migrate_command
 from kafkalite.cli.produce import produce
 from kafkalite.cli.serve import serve
 from kafkalite.cli.topics import topics
@@ -39,7 +40,7 @@ class OneLineErrors(click.Group):
         sys.exit(result if isinstance(result, int) else 0)
 
 
-@click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group("kafkalite", cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="kafkalite")
 def main() -> None:
     """KafkaLite: a Kafka-compatible event-log broker in Python.
@@ -55,3 +56,4 @@ main.add_command(topics)
 main.add_command(produce)
 main.add_command(consume)
 main.add_command(groups)
+main.add_command(migrate_command)
