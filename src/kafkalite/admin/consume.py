@@ -34,6 +34,33 @@ class StartPosition:
     value: int = 0  # the offset for "offset", ms since the epoch for "time"
 
 
+def learn_leaders(consumer: Consumer, topic: str, timeout_s: float) -> None:
+    """Fetch the topic's metadata into a new consumer before assigning it partitions.
+
+    A consumer assigned a partition at a logical offset (beginning, end, committed) before it knows the partition's
+    leader waits out a 500 ms offset-query timer first; with the leader known it starts at once. Consumers do not
+    create topics on a Metadata request (`allow.auto.create.topics` is off), so this cannot create one.
+    """
+    try:
+        consumer.list_topics(topic, timeout=timeout_s)
+    except KafkaException as exc:
+        raise AdminError(f"metadata for {topic}: {kafka_message(exc)}") from None
+
+
+def take_batch(consumer: Consumer, limit: int, wait_s: float) -> list[Message]:
+    """Up to `limit` messages: waits up to `wait_s` for the first, then takes what is already fetched without waiting.
+
+    `Consumer.consume(n, timeout)` waits for all n or the timeout, so a partly filled batch would cost the whole
+    timeout: at the end of a log that is every call.
+    """
+    first = consumer.poll(wait_s)
+    if first is None:
+        return []
+    if limit <= 1:
+        return [first]
+    return [first, *consumer.consume(limit - 1, 0)]
+
+
 def header_pairs(m: Message) -> list[tuple[str, bytes | None]]:
     """The record's headers in order; librdkafka hands them over as a list of (name, bytes or None)."""
     headers: Any = m.headers() or []
@@ -82,6 +109,7 @@ class RecordStream:
         except KafkaException as exc:
             raise AdminError(kafka_message(exc)) from None
         self._failure: str | None = None
+        learn_leaders(self._consumer, topic, settings.timeout_s)
         if group is not None and partitions is None:
             self._offsets = self._resolve(cluster, available, start) if start.kind != "committed" else None
             self._consumer.subscribe([topic], on_assign=self._on_assign, on_revoke=self._on_revoke)
@@ -140,14 +168,13 @@ class RecordStream:
 
     def batches(self, wait_s: float = 0.5) -> Iterator[list[Message]]:
         """Batches of records in partition order, each at most `BATCH` long, until the end (see the module doc)."""
-        consume = self._consumer.consume
         while True:
             if self._failure is not None:
                 raise AdminError(f"consuming {self.topic}: {self._failure}")
             wanted = BATCH if self.limit is None else min(BATCH, self.limit - self.delivered)
             if wanted <= 0:
                 return
-            messages = consume(wanted, wait_s)
+            messages = take_batch(self._consumer, wanted, wait_s)
             records = []
             for message in messages:
                 error = message.error()

@@ -1,28 +1,66 @@
 """The `kafkalite` click group; every command group lives in its own module and is added here.
 
+The over-the-wire commands (topics, produce, consume, groups, migrate) load a Kafka client library, so they are
+registered lazily: their module is imported only when that command runs, and `kafkalite --help` lists them from the
+table below. `kafkalite serve` therefore starts without importing librdkafka.
+
 Bad input that click itself catches (an unknown option, a value of the wrong type) gets the same treatment as the
 commands' own errors: one line on stderr naming the command and the culprit, exit status 2.
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 import click
 
-from kafkalite.cli.consume import consume
 from kafkalite.cli.demo import demo
-from kafkalite.cli.groups import groups
-from kafkalite.cli.migrate import migrate_command
-from kafkalite.cli.produce import produce
 from kafkalite.cli.serve import serve
-from kafkalite.cli.topics import topics
+
+# name → (module, attribute, one-line help shown by `kafkalite --help`)
+LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
+    "topics": ("kafkalite.cli.topics", "topics", "List, inspect, create, change and delete topics."),
+    "produce": ("kafkalite.cli.produce", "produce", "Produce one message per line of stdin or --file."),
+    "consume": ("kafkalite.cli.consume", "consume", "Print a topic's records (value, key-value, json, template)."),
+    "groups": ("kafkalite.cli.groups", "groups", "List and inspect consumer groups, reset offsets, delete."),
+    "migrate": (
+        "kafkalite.cli.migrate",
+        "migrate_command",
+        "Copy topics, records and group offsets to another cluster.",
+    ),
+}
 
 
-class OneLineErrors(click.Group):
-    """A click group whose usage errors are one line (`kafkalite topics create: Missing argument 'TOPIC'.`)."""
+class KafkaLiteGroup(click.Group):
+    """Lazily loaded commands, and usage errors on one line (`kafkalite topics create: Missing argument 'TOPIC'.`)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *LAZY_COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        lazy = LAZY_COMMANDS.get(cmd_name)
+        if lazy is None:
+            return super().get_command(ctx, cmd_name)
+        module, attribute, _ = lazy
+        command = getattr(importlib.import_module(module), attribute)
+        assert isinstance(command, click.Command)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            if name in LAZY_COMMANDS:
+                rows.append((name, LAZY_COMMANDS[name][2]))
+            else:
+                command = super().get_command(ctx, name)
+                if command is not None and not command.hidden:
+                    rows.append((name, command.get_short_help_str(formatter.width - 6 - len(name))))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def main(  # type: ignore[override]
         self, args: Sequence[str] | None = None, prog_name: str | None = None, **extra: Any
@@ -32,7 +70,8 @@ class OneLineErrors(click.Group):
         try:
             result = super().main(args, prog_name, standalone_mode=False, **extra)
         except click.ClickException as exc:
-            where = exc.ctx.command_path if getattr(exc, "ctx", None) is not None else "kafkalite"  # type: ignore[attr-defined]
+            context = getattr(exc, "ctx", None)
+            where = context.command_path if context is not None else "kafkalite"
             click.echo(f"{where}: {exc.format_message()}", err=True)
             sys.exit(exc.exit_code)
         except click.Abort:
@@ -40,7 +79,7 @@ class OneLineErrors(click.Group):
         sys.exit(result if isinstance(result, int) else 0)
 
 
-@click.group("kafkalite", cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group("kafkalite", cls=KafkaLiteGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="kafkalite")
 def main() -> None:
     """KafkaLite: a Kafka-compatible event-log broker in Python.
@@ -52,8 +91,3 @@ def main() -> None:
 
 main.add_command(serve)
 main.add_command(demo)
-main.add_command(topics)
-main.add_command(produce)
-main.add_command(consume)
-main.add_command(groups)
-main.add_command(migrate_command)

@@ -18,6 +18,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Topic
 
 from kafkalite.admin import AdminError, ClientSettings
 from kafkalite.admin.connection import kafka_message
+from kafkalite.admin.consume import learn_leaders, take_batch
 
 BATCH = 10_000
 
@@ -56,12 +57,13 @@ def read_ranges(
     open_ranges = {p: (first, end) for p, (first, end) in ranges.items() if end is None or first < end}
     if not open_ranges:
         return
+    learn_leaders(consumer, topic, idle_s)
     consumer.assign([TopicPartition(topic, p, first) for p, (first, _) in open_ranges.items()])
     heard = time.monotonic()
     try:
         while open_ranges:
             batch: list[Message] = []
-            messages = consumer.consume(BATCH, 0.5)
+            messages = take_batch(consumer, BATCH, 0.5)
             if messages:
                 heard = time.monotonic()
             elif time.monotonic() - heard > idle_s:
