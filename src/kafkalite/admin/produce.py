@@ -11,7 +11,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
@@ -21,6 +20,7 @@ from kafkalite.admin.topics import topic_metadata
 ACKS = {"0": "0", "1": "1", "all": "all", "-1": "all"}
 POLL_EVERY = 10_000  # messages between serving delivery reports
 PROGRESS_EVERY = 4_096  # lines between progress callbacks
+ANY_PARTITION = -1  # librdkafka's RD_KAFKA_PARTITION_UA: the partitioner chooses
 
 
 @dataclass
@@ -75,11 +75,8 @@ class LineProducer:
         self.result = ProduceResult()
         self._started = time.perf_counter()
         self._separator = key_separator or None
-        self._options: dict[str, Any] = {}
-        if partition is not None:
-            self._options["partition"] = partition
-        if headers:
-            self._options["headers"] = list(headers)
+        self._partition = ANY_PARTITION if partition is None else partition
+        self._headers: list[tuple[str, str | bytes | None]] | None = list(headers) if headers else None
         config = settings.config(
             **{
                 "acks": ACKS[acks],
@@ -104,7 +101,7 @@ class LineProducer:
         """Produce every line; `progress(bytes_read)` is called now and then with the bytes consumed since last."""
         produce = self._producer.produce
         poll = self._producer.poll
-        topic, separator, options = self.topic, self._separator, self._options
+        topic, separator, partition, headers = self.topic, self._separator, self._partition, self._headers
         count = size = read = 0
         for line in lines:
             read += len(line)
@@ -117,7 +114,10 @@ class LineProducer:
                     key, line = head, tail
             while True:
                 try:
-                    produce(topic, line, key, **options)
+                    if headers is None:  # positional arguments: the common case, and the cheapest call
+                        produce(topic, line, key, partition)
+                    else:
+                        produce(topic, line, key, partition, headers=headers)
                     break
                 except BufferError:  # librdkafka's queue is full: let it send, then try again
                     poll(0.05)
