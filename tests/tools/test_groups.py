@@ -171,3 +171,16 @@ def test_active_group_members_and_refused_reset(kafkalite_cluster: ClusterUnderT
     finally:
         stop.set()
         thread.join()
+
+
+def test_offsets_of_a_deleted_topic_stay_listed(kafkalite_cluster: ClusterUnderTest) -> None:
+    """KafkaLite keeps a group's offsets on a deleted topic; describe lists them without end offset or lag."""
+    cluster = kafkalite_cluster
+    for topic in ("kept", "dropped"):
+        produce_lines(cluster, topic, ["one", "two"])
+        cluster.ok("consume", topic, "-g", "survivor", "-n", "1")
+    cluster.ok("topics", "delete", "dropped")
+    document = json.loads(cluster.ok("groups", "describe", "survivor", "--output", "json").stdout)
+    rows = [(p["topic"], p["committed"], p["end_offset"], p["lag"]) for p in document["partitions"]]
+    assert rows == [("dropped", 1, None, None), ("kept", 1, 2, 1)]
+    assert document["total_lag"] == 1

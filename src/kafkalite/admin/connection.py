@@ -70,7 +70,7 @@ class ClientSettings:
         return {
             "bootstrap.servers": self.bootstrap,
             "logger": LIBRDKAFKA_LOG,
-            "socket.connection.setup.timeout.ms": int(self.timeout_s * 1000),
+            "socket.connection.setup.timeout.ms": max(1000, int(self.timeout_s * 1000)),  # librdkafka's minimum
             **overrides,
             **self.properties,
         }

@@ -9,8 +9,9 @@ the group (subscribe) and reads what the group assigns it; with explicit partiti
 group without joining. Offsets are committed only for records the caller has been handed and reported written
 (`RecordStream.done`), never for records fetched ahead.
 
-The stream ends once every assigned partition has been read to its end (librdkafka's partition EOF), or after
-`limit` records; with `follow` it waits for new records until `close`.
+The stream ends once every assigned partition has been read to its end (librdkafka's partition EOF; a partition
+that reached its end once counts as done, as with kcat's `-e`), or after `limit` records; with `follow` it waits for
+new records until `close`.
 """
 
 from __future__ import annotations
@@ -100,7 +101,9 @@ class RecordStream:
             "enable.partition.eof": True,
             "auto.offset.reset": "latest" if start.kind == "end" else "earliest",
             "isolation.level": isolation_level,
-            "queued.min.messages": 200_000,  # fetch well ahead: the bottleneck is Python, not the network
+            # librdkafka postpones the next fetch by this long once its queue is full (default 1 s): far longer
+            # than Python needs to drain the queue, so the consumer would sit idle
+            "fetch.queue.backoff.ms": 10,
             "fetch.wait.max.ms": 100,
             "error_cb": self._error,
         }
@@ -175,16 +178,15 @@ class RecordStream:
             if wanted <= 0:
                 return
             messages = take_batch(self._consumer, wanted, wait_s)
-            records = []
-            for message in messages:
-                error = message.error()
-                if error is None:
-                    records.append(message)
-                    self._at_end.discard(message.partition())
-                elif error.code() == KafkaError._PARTITION_EOF:
+            records = [message for message in messages if message.error() is None]
+            if len(records) != len(messages):
+                for message in messages:
+                    error = message.error()
+                    if error is None:
+                        continue
+                    if error.code() != KafkaError._PARTITION_EOF:
+                        raise AdminError(f"consuming {self.topic}[{message.partition()}]: {error.str()}")
                     self._at_end.add(message.partition() or 0)
-                else:
-                    raise AdminError(f"consuming {self.topic}[{message.partition()}]: {error.str()}")
             if records:
                 self.delivered += len(records)
                 yield records

@@ -42,12 +42,14 @@ class PartitionLag:
     topic: str
     partition: int
     committed: int | None
-    end_offset: int
+    end_offset: int | None  # None: the topic no longer exists
     member: str | None  # the client id of the member it is assigned to
 
     @property
     def lag(self) -> int | None:
-        return None if self.committed is None else max(0, self.end_offset - self.committed)
+        if self.committed is None or self.end_offset is None:
+            return None
+        return max(0, self.end_offset - self.committed)
 
 
 @dataclass(frozen=True)
@@ -115,13 +117,16 @@ def describe_group(cluster: Cluster, group: str) -> GroupDescription:
         raise AdminError(f"group {group!r} does not exist on {cluster.settings.bootstrap}")
     owner = {key: m.client_id for m in members for key in m.assignment}
     keys = sorted({*committed, *owner})
-    ends = watermarks(cluster, keys)
+    topics = cluster.refresh().topics
+    # Offsets committed on a topic since deleted stay listed, without an end offset or lag.
+    live = [(t, p) for t, p in keys if t in topics and p in topics[t].partitions]
+    ends = watermarks(cluster, live)
     partitions = [
         PartitionLag(
             topic,
             partition,
             committed[(topic, partition)][0] if (topic, partition) in committed else None,
-            ends[(topic, partition)].end,
+            ends[(topic, partition)].end if (topic, partition) in ends else None,
             owner.get((topic, partition)),
         )
         for topic, partition in keys

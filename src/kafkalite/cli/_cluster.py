@@ -2,8 +2,9 @@
 
 `@cluster_command` gives a command `-b/--bootstrap` (default `$KAFKALITE_BOOTSTRAP`, else `localhost:9092`),
 repeatable `-X key=value` client settings under Kafka's property names, `--timeout` and `-v`, and hands it one
-`ClientSettings` argument named `settings`. Inside, `AdminError` (and Ctrl-C, and a closed stdout) end the command
-with one line on stderr and a non-zero status; nothing else is caught, so a bug still shows its traceback.
+`ClientSettings` argument named `settings`. Inside, `AdminError` or a librdkafka `KafkaException` (and Ctrl-C, and a
+closed stdout) end the command with one line on stderr and a non-zero status; nothing else is caught, so a bug still
+shows its traceback. Importing this module loads librdkafka: only the lazily registered commands do.
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ from collections.abc import Callable
 from typing import Any, Literal, TypeVar
 
 import click
+from confluent_kafka import KafkaException
 
 from kafkalite.admin import AdminError, ClientSettings, parse_properties
-from kafkalite.admin.connection import LIBRDKAFKA_LOG
+from kafkalite.admin.connection import LIBRDKAFKA_LOG, kafka_message
 from kafkalite.cli._common import fail
 
 DEFAULT_BOOTSTRAP = "localhost:9092"
@@ -83,6 +85,8 @@ class one_line_errors:  # used as a context manager, reads as a phrase
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> Literal[False]:
         if isinstance(exc, AdminError):
             fail(str(exc))
+        if isinstance(exc, KafkaException):  # a client call the admin layer does not wrap
+            fail(kafka_message(exc))
         if isinstance(exc, KeyboardInterrupt):
             sys.exit(130)
         if isinstance(exc, BrokenPipeError):

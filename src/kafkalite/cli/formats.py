@@ -31,7 +31,7 @@ class FormatError(ValueError):
 
 def formatter(spec: str, key_separator: bytes = b"\t") -> Formatter:
     if spec == "value":
-        return lambda batch: b"".join([(m.value() or b"") + b"\n" for m in batch])
+        return lambda batch: b"\n".join([m.value() or b"" for m in batch]) + b"\n"
     if spec in ("key-value", "key+value"):
         return lambda batch: b"".join([(m.key() or b"") + key_separator + (m.value() or b"") + b"\n" for m in batch])
     if spec == "json":
