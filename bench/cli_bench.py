@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import statistics
 import subprocess
 import sys
@@ -33,11 +34,21 @@ from bench.brokers import PEERS, Running
 KAFKALITE = str(Path(sys.executable).with_name("kafkalite"))
 
 
-def _timed(command: list[str], stdout: Path | None = None) -> float:
+CPU: dict[str, list[float]] = {}  # tool/verb → CPU seconds (user + system) of each run's process
+
+
+def _timed(command: list[str], stdout: Path | None = None, cpu_key: str | None = None) -> float:
+    """Wall-clock seconds of the command; its CPU seconds go to CPU[cpu_key]."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     with open(stdout, "wb") if stdout else open("/dev/null", "wb") as out:
         subprocess.run(command, stdout=out, stderr=subprocess.DEVNULL, check=True)
-    return time.perf_counter() - started
+    seconds = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if cpu_key is not None:
+        used = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+        CPU.setdefault(cpu_key, []).append(used)
+    return seconds
 
 
 def _lines(path: Path) -> int:
@@ -72,13 +83,13 @@ def bench_clients(broker: Running, messages: int, size: int, rounds: int, work: 
         for tool in ("kcat", "kafkalite"):
             topic = f"bench-{tool}-{rnd}"
             broker.create_topic(topic, 1)
-            seconds = _timed(producers[tool](topic))
+            seconds = _timed(producers[tool](topic), cpu_key=f"produce/{tool}")
             rates[f"produce/{tool}"].append(messages / seconds)
             print(f"round {rnd}: {tool} produce {messages / seconds:,.0f} msg/s", file=sys.stderr)
         for tool in ("kcat", "kafkalite"):
             topic = f"bench-kcat-{rnd}"  # both read the topic kcat wrote: the same batches on disk
             out = work / f"out-{tool}.txt"
-            seconds = _timed(consumers[tool](topic), out)
+            seconds = _timed(consumers[tool](topic), out, cpu_key=f"consume/{tool}")
             assert _lines(out) == messages, f"{tool} printed {_lines(out)} lines, expected {messages}"
             rates[f"consume/{tool}"].append(messages / seconds)
             print(f"round {rnd}: {tool} consume {messages / seconds:,.0f} msg/s", file=sys.stderr)
@@ -128,7 +139,8 @@ def main() -> None:
             migrate = bench_migrate(broker, tansu, args.migrate_messages, work)
     print(f"{args.messages:,} messages of {args.size} bytes, {args.rounds} rounds, kafkalite serve --fsync never")
     for name, values in rates.items():
-        print(f"  {name:<18} {_summary(values)}")
+        cpu_us = statistics.median(CPU[name]) / args.messages * 1e6
+        print(f"  {name:<18} {_summary(values)}; process CPU {cpu_us:.2f} µs/msg (median)")
     for verb in ("produce", "consume"):
         ratio = statistics.median(rates[f"{verb}/kafkalite"]) / statistics.median(rates[f"{verb}/kcat"])
         print(f"  {verb}: kafkalite / kcat = {ratio:.2f}x")

@@ -1,8 +1,8 @@
 """The `kafkalite` click group; every command group lives in its own module and is added here.
 
-The over-the-wire commands (topics, produce, consume, groups, migrate) load a Kafka client library, so they are
-registered lazily: their module is imported only when that command runs, and `kafkalite --help` lists them from the
-table below. `kafkalite serve` therefore starts without importing librdkafka.
+Every command is registered lazily: its module is imported only when that command runs, and `kafkalite --help`
+lists them from the table below. `kafkalite serve` therefore starts without importing librdkafka, and `kafkalite
+consume` without asyncio or the broker. A command added with `main.add_command` works as in any click group.
 
 Bad input that click itself catches (an unknown option, a value of the wrong type) gets the same treatment as the
 commands' own errors: one line on stderr naming the command and the culprit, exit status 2.
@@ -17,11 +17,10 @@ from typing import Any
 
 import click
 
-from kafkalite.cli.demo import demo
-from kafkalite.cli.serve import serve
-
 # name → (module, attribute, one-line help shown by `kafkalite --help`)
 LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
+    "serve": ("kafkalite.cli.serve", "serve", "Serve the Kafka wire protocol until SIGINT or SIGTERM."),
+    "demo": ("kafkalite.cli.demo", "demo", "Run the seed's story: producers, groups, a rebalance, the DLQ."),
     "topics": ("kafkalite.cli.topics", "topics", "List, inspect, create, change and delete topics."),
     "produce": ("kafkalite.cli.produce", "produce", "Produce one message per line of stdin or --file."),
     "consume": ("kafkalite.cli.consume", "consume", "Print a topic's records (value, key-value, json, template)."),
@@ -87,7 +86,3 @@ def main() -> None:
     The topics, produce, consume, groups and migrate commands work against any Kafka cluster (-b HOST:PORT, or
     $KAFKALITE_BOOTSTRAP).
     """
-
-
-main.add_command(serve)
-main.add_command(demo)

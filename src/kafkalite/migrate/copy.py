@@ -22,7 +22,7 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, Message, Producer
 
-from kafkalite.admin import AdminError, ClientSettings, Cluster
+from kafkalite.admin import AdminError, Cluster
 from kafkalite.admin.connection import kafka_message
 from kafkalite.admin.offsets import watermarks
 from kafkalite.migrate.checkpoint import Checkpoint, partition_key
@@ -51,7 +51,6 @@ class TopicCopy:
         self,
         source: Cluster,
         target: Cluster,
-        target_settings: ClientSettings,
         checkpoint: Checkpoint,
         topic: str,
         partitions: int,
@@ -61,7 +60,7 @@ class TopicCopy:
         self.checkpoint = checkpoint
         self.topic = topic
         self.partitions = list(range(partitions))
-        self._target_settings = target_settings
+        self._skip: dict[int, int] = {}  # per partition: records at the range's start already on the target
         self._in_flight: dict[int, collections.deque[tuple[int, int]]] = {
             p: collections.deque() for p in self.partitions
         }
@@ -80,12 +79,12 @@ class TopicCopy:
         for p in self.partitions:
             saved = self.checkpoint.partitions.get(partition_key(self.topic, p))
             starts[p] = saved.next_target if saved is not None else OFFSET_BEGINNING
-        probe = reader(self._target_settings, "kafkalite-migrate-target")
+        probe = reader(self.target.settings, "kafkalite-migrate-target")
         try:
             tails = count_to_end(probe, self.topic, starts, idle_s=self.target.settings.timeout_s * 3)
         finally:
             probe.close()
-        self._skip: dict[int, int] = {}
+        self._skip = {}
         ranges: dict[int, tuple[int, int | None]] = {}
         total = 0
         for p in self.partitions:
@@ -133,7 +132,7 @@ class TopicCopy:
         consumer = reader(self.source.settings, "kafkalite-migrate")
         try:
             producer = Producer(
-                self._target_settings.config(
+                self.target.settings.config(
                     **{
                         "enable.idempotence": True,
                         "acks": "all",

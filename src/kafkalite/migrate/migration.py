@@ -73,7 +73,7 @@ def migrate(
         checkpoint.save()
         reporter.planned(result.topics, result.created)
         for plan in result.topics:
-            copy = TopicCopy(source, target, target_settings, checkpoint, plan.name, plan.partitions)
+            copy = TopicCopy(source, target, checkpoint, plan.name, plan.partitions)
             result.copied.append(copy.run(reporter.progress))
         names = [plan.name for plan in result.topics]
         for group in plan_groups(source, options.groups):
