@@ -12,6 +12,8 @@ import pytest
 
 from .conftest import free_port, run_cli
 
+pytestmark = pytest.mark.interop
+
 COMMANDS = [
     ("topics", "list"),
     ("topics", "describe", "t"),

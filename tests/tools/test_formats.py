@@ -11,6 +11,8 @@ from kafkalite.cli.formats import FormatError, formatter
 
 from .conftest import ClusterUnderTest
 
+pytestmark = pytest.mark.interop
+
 
 @pytest.fixture(scope="module")
 def messages(kafkalite_cluster: ClusterUnderTest) -> list[confluent_kafka.Message]:

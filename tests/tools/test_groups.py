@@ -13,6 +13,8 @@ import pytest
 
 from .conftest import ClusterUnderTest, lines, produce_lines
 
+pytestmark = pytest.mark.interop
+
 NUMBERS = itertools.count()
 
 

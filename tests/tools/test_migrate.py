@@ -27,6 +27,8 @@ from kafkalite.server import run_in_thread
 
 from .conftest import ClusterUnderTest, run_cli, tansu
 
+pytestmark = pytest.mark.interop
+
 Record = tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]], int]
 BASE_MS = 1_760_000_000_000
 

@@ -7,8 +7,11 @@ import json
 from pathlib import Path
 
 import confluent_kafka
+import pytest
 
 from .conftest import ONE_PER_BATCH, ClusterUnderTest, lines, produce_lines
+
+pytestmark = pytest.mark.interop
 
 
 def test_keys_headers_and_json_lines(cluster: ClusterUnderTest) -> None:

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from .conftest import ClusterUnderTest, lines, produce_lines
+
+pytestmark = pytest.mark.interop
 
 
 def test_create_list_describe_delete(cluster: ClusterUnderTest) -> None:
