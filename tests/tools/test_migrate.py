@@ -220,6 +220,9 @@ def test_text_output_and_patterns(source: ClusterUnderTest, target: ClusterUnder
         t["name"] for t in json.loads(run_cli("topics", "list", "-b", target.bootstrap, "--output", "json").stdout)
     ]
     assert names == ["orders"]
+    bars = source.ok("migrate", "--to", target.bootstrap, "--state", str(tmp_path / "s.json"), "--progress")
+    assert "audit" in bars.stderr  # one bar per topic on stderr, then the summary on stdout
+    assert bars.stdout.startswith("Migrated 3 topic(s), 150 record(s)")  # orders was copied by the first run
     none = source.run("migrate", "--to", target.bootstrap, "--state", str(tmp_path / "s.json"), "--topics", "nothing*")
     assert (none.exit_code, none.stderr) == (2, f"kafkalite: no topic on {source.bootstrap} matches nothing*\n")
 

@@ -93,6 +93,15 @@ def test_produce_from_files_to_a_partition(cluster: ClusterUnderTest, tmp_path: 
     assert cluster.ok("consume", "bulk", "-p", "0").stdout == ""
 
 
+def test_progress_bar_for_files(kafkalite_cluster: ClusterUnderTest, tmp_path: Path) -> None:
+    data = tmp_path / "lines.txt"
+    data.write_bytes(b"".join(b"line %d\n" % i for i in range(20_000)))
+    result = kafkalite_cluster.ok("produce", "progress", "--file", str(data), "--progress")
+    assert "lines.txt" in result.stderr  # the bar, named after the file, drawn on stderr
+    assert "Produced 20000 message(s), " in result.stderr
+    assert len(lines(kafkalite_cluster.ok("consume", "progress"))) == 20_000
+
+
 def test_binary_values_survive_json(kafkalite_cluster: ClusterUnderTest) -> None:
     producer = confluent_kafka.Producer({"bootstrap.servers": kafkalite_cluster.bootstrap})
     producer.produce("binary", b"\xff\x00\xfe", key=b"\x80", headers=[("raw", b"\xc3\x28"), ("none", None)])
