@@ -351,6 +351,28 @@ def test_verify_catches_an_altered_target(source: ClusterUnderTest, target: Clus
     )
 
 
+def test_unusable_state_file_and_missing_target_topic(
+    source: ClusterUnderTest, target: ClusterUnderTest, tmp_path: Path
+) -> None:
+    source.ok("topics", "create", "orders", "-p", "1")
+    nowhere = tmp_path / "missing-dir" / "s.json"
+    unwritable = source.run("migrate", "--to", target.bootstrap, "--state", str(nowhere))
+    assert (unwritable.exit_code, unwritable.stderr) == (
+        2,
+        f"kafkalite: cannot write the progress file {nowhere}: No such file or directory\n",
+    )
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"format": 1, "source": "elsewhere:1", "target": "elsewhere:2", "partitions": {}}))
+    mismatch = source.run("migrate", "--to", target.bootstrap, "--state", str(other))
+    assert mismatch.exit_code == 2
+    assert mismatch.stderr.startswith(f"kafkalite: the progress file {other} belongs to a migration from elsewhere:1")
+    unverifiable = source.run("migrate", "--to", target.bootstrap, "--verify-only", "--topics", "orders")
+    assert (unverifiable.exit_code, unverifiable.stderr) == (
+        2,
+        f"kafkalite: topic 'orders' does not exist on {target.bootstrap}\n",
+    )
+
+
 def test_target_with_foreign_records_is_refused(
     source: ClusterUnderTest, target: ClusterUnderTest, tmp_path: Path
 ) -> None:

@@ -73,11 +73,14 @@ class Checkpoint:
             "groups": self.groups,
         }
         temp = self.path.with_name(self.path.name + ".tmp")
-        with open(temp, "w") as stream:
-            json.dump(document, stream, separators=(",", ":"))
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temp, self.path)
+        try:
+            with open(temp, "w") as stream:
+                json.dump(document, stream, separators=(",", ":"))
+                stream.flush()
+                os.fsync(stream.fileno())
+            os.replace(temp, self.path)
+        except OSError as exc:
+            raise CheckpointError(f"cannot write the progress file {self.path}: {exc.strerror or exc}") from None
 
 
 class CheckpointError(AdminError):

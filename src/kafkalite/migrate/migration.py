@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Protocol
 
 from kafkalite.admin import ClientSettings, Cluster
+from kafkalite.admin.topics import topic_metadata
 from kafkalite.migrate.checkpoint import Checkpoint
 from kafkalite.migrate.copy import TopicCopy, TopicProgress
 from kafkalite.migrate.groups import GroupResult, migrate_group
@@ -69,8 +70,8 @@ def migrate(
     result.topics = plan_topics(source, options.topics)
     if options.copy:
         checkpoint = Checkpoint.open(options.state_path, source_settings.bootstrap, target_settings.bootstrap)
+        checkpoint.save()  # an unwritable progress file fails here, before anything is created on the target
         result.created = prepare_target(target, result.topics, options.replication_factor)
-        checkpoint.save()
         reporter.planned(result.topics, result.created)
         for plan in result.topics:
             copy = TopicCopy(source, target, checkpoint, plan.name, plan.partitions)
@@ -83,6 +84,9 @@ def migrate(
     else:
         reporter.planned(result.topics, [])
     if options.verify:
+        target.refresh()
+        for plan in result.topics:
+            topic_metadata(target, plan.name, refresh=False)  # a topic missing on the target: one clear error
         for plan in result.topics:
             result.checks += verify_topic(source, target, plan.name, plan.partitions, reporter.verified)
     result.seconds = time.perf_counter() - started
