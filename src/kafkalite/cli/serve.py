@@ -62,6 +62,8 @@ def serve(
     configure_logging(log_level, log_file)
     _raise_open_file_limit()
     _skip_kio_hypothesis_hooks()
+    if data_dir != "memory" and Path(data_dir).exists() and not Path(data_dir).is_dir():
+        fail(f"cannot use --data-dir {data_dir}: it is a file, not a directory")
     from kafkalite.broker import BrokerConfig
 
     config = BrokerConfig(
@@ -76,6 +78,8 @@ def serve(
     except KafkaLiteError as exc:
         fail(str(exc))
     except OSError as exc:
+        if exc.filename is not None:  # the data directory (or a file in it), not the listening socket
+            fail(f"cannot use --data-dir {data_dir}: {exc.filename}: {exc.strerror or exc}")
         fail(f"cannot serve on {host}:{port}: {exc.strerror or exc}")
 
 

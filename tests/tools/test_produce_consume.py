@@ -1,0 +1,152 @@
+"""`kafkalite produce` and `kafkalite consume` against KafkaLite and Tansu: keys, headers, partitions, start
+positions, formats, groups, counts; bad input gets one line and exit status 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import confluent_kafka
+import pytest
+
+from .conftest import ONE_PER_BATCH, ClusterUnderTest, lines, produce_lines
+
+pytestmark = pytest.mark.interop
+
+
+def test_keys_headers_and_json_lines(cluster: ClusterUnderTest) -> None:
+    cluster.ok("topics", "create", "greetings", "-p", "1")
+    produced = cluster.ok(
+        "produce", "greetings", "-K", ":", "-H", "source=cli", "-H", "trace=7", "--output", "json", *ONE_PER_BATCH,
+        input="user-1:hello\nuser-2:world: again\nno separator\n",
+    )  # fmt: skip
+    report = json.loads(produced.stdout)
+    assert (report["messages"], report["delivered"], report["failed"]) == (3, 3, 0)
+    records = [json.loads(line) for line in lines(cluster.ok("consume", "greetings", "--format", "json"))]
+    assert [(r["partition"], r["offset"], r["key"], r["value"]) for r in records] == [
+        (0, 0, "user-1", "hello"),
+        (0, 1, "user-2", "world: again"),
+        (0, 2, None, "no separator"),
+    ]
+    assert all(r["headers"] == [{"key": "source", "value": "cli"}, {"key": "trace", "value": "7"}] for r in records)
+    assert all(isinstance(r["timestamp"], int) and r["timestamp"] > 1_600_000_000_000 for r in records)
+    assert cluster.ok("consume", "greetings").stdout == "hello\nworld: again\nno separator\n"
+    assert cluster.ok("consume", "greetings", "--format", "key-value").stdout == (
+        "user-1\thello\nuser-2\tworld: again\n\tno separator\n"
+    )
+    template = cluster.ok("consume", "greetings", "--format", r"%t/%p@%o %k=%s (%K,%S) [%h] 100%%\n", "-n", "1")
+    assert template.stdout == "greetings/0@0 user-1=hello (6,5) [source=cli,trace=7] 100%\n"
+
+
+def test_partitions_and_start_positions(cluster: ClusterUnderTest) -> None:
+    cluster.ok("topics", "create", "ticks", "-p", "2")
+    produce_lines(cluster, "ticks", [f"p0-{i}" for i in range(10)], "-p", "0")
+    produce_lines(cluster, "ticks", [f"p1-{i}" for i in range(4)], "-p", "1")
+
+    def values(*args: str) -> list[str]:
+        return lines(cluster.ok("consume", "ticks", *args))
+
+    assert values("-p", "1") == ["p1-0", "p1-1", "p1-2", "p1-3"]
+    assert values("-p", "0", "--offset", "7") == ["p0-7", "p0-8", "p0-9"]
+    assert values("-p", "0", "--offset", "-2") == ["p0-8", "p0-9"]
+    assert values("-p", "0", "--offset", "3", "-n", "2") == ["p0-3", "p0-4"]
+    assert sorted(values()) == sorted([f"p0-{i}" for i in range(10)] + [f"p1-{i}" for i in range(4)])
+    assert len(values("-n", "5")) == 5
+    assert values("-p", "1", "--from-time", "2000-01-01T00:00:00Z") == ["p1-0", "p1-1", "p1-2", "p1-3"]
+    if cluster.name == "kafkalite":  # Tansu answers every ListOffsets by timestamp with offset 0
+        assert values("-p", "1", "--from-time", "2999-01-01") == []
+    out_of_range = cluster.run("consume", "ticks", "-p", "1", "--offset", "9")
+    assert (out_of_range.exit_code, out_of_range.stderr) == (
+        2,
+        "kafkalite: offset 9 is out of range for ticks[1]: it holds [0, 4)\n",
+    )
+
+
+def test_group_commits_what_it_printed(cluster: ClusterUnderTest) -> None:
+    cluster.ok("topics", "create", "jobs", "-p", "1")
+    produce_lines(cluster, "jobs", [f"job-{i}" for i in range(6)])
+    # Tansu's group join waits out a long initial rebalance delay; explicit partitions commit without joining.
+    where = ["-p", "0"] if cluster.name == "tansu" else []
+    assert lines(cluster.ok("consume", "jobs", "-g", "workers", "-n", "4", *where)) == [f"job-{i}" for i in range(4)]
+    assert lines(cluster.ok("consume", "jobs", "-g", "workers", *where)) == ["job-4", "job-5"]
+    assert lines(cluster.ok("consume", "jobs", "-g", "workers", *where)) == []
+    assert lines(cluster.ok("consume", "jobs", "-g", "workers", "--from-beginning", "-n", "1", *where)) == ["job-0"]
+    assert lines(cluster.ok("consume", "jobs", "-g", "workers", *where)) == [
+        "job-1",
+        "job-2",
+        "job-3",
+        "job-4",
+        "job-5",
+    ]
+
+
+def test_produce_from_files_to_a_partition(cluster: ClusterUnderTest, tmp_path: Path) -> None:
+    cluster.ok("topics", "create", "bulk", "-p", "3")
+    first, second = tmp_path / "a.txt", tmp_path / "b.txt"
+    first.write_bytes(b"".join(b"k%d|v%d\n" % (i, i) for i in range(500)))
+    second.write_bytes(b"tail|\r\n")
+    result = cluster.ok("produce", "bulk", "-f", str(first), "-f", str(second), "-K", "|", "-p", "2", "--acks", "1")
+    assert result.stdout == ""
+    assert result.stderr.startswith("Produced 501 message(s), ")
+    records = lines(cluster.ok("consume", "bulk", "-p", "2", "--format", "%k=%s;\n"))
+    assert records == [f"k{i}=v{i};" for i in range(500)] + ["tail=;"]
+    assert cluster.ok("consume", "bulk", "-p", "0").stdout == ""
+
+
+def test_progress_bar_for_files(kafkalite_cluster: ClusterUnderTest, tmp_path: Path) -> None:
+    data = tmp_path / "lines.txt"
+    data.write_bytes(b"".join(b"line %d\n" % i for i in range(20_000)))
+    result = kafkalite_cluster.ok("produce", "progress", "--file", str(data), "--progress")
+    assert "lines.txt" in result.stderr  # the bar, named after the file, drawn on stderr
+    assert "Produced 20000 message(s), " in result.stderr
+    assert len(lines(kafkalite_cluster.ok("consume", "progress"))) == 20_000
+
+
+def test_binary_values_survive_json(kafkalite_cluster: ClusterUnderTest) -> None:
+    producer = confluent_kafka.Producer({"bootstrap.servers": kafkalite_cluster.bootstrap})
+    producer.produce("binary", b"\xff\x00\xfe", key=b"\x80", headers=[("raw", b"\xc3\x28"), ("none", None)])
+    assert producer.flush(10) == 0
+    (record,) = [json.loads(line) for line in lines(kafkalite_cluster.ok("consume", "binary", "--format", "json"))]
+    assert (record["key"], record["key_encoding"]) == ("gA==", "base64")
+    assert (record["value"], record["value_encoding"]) == ("/wD+", "base64")
+    assert record["headers"] == [
+        {"key": "raw", "value": "wyg=", "value_encoding": "base64"},
+        {"key": "none", "value": None},
+    ]
+
+
+def test_follow_stops_at_count(kafkalite_cluster: ClusterUnderTest) -> None:
+    kafkalite_cluster.ok("topics", "create", "live", "-p", "1")
+    produce_lines(kafkalite_cluster, "live", ["one", "two"])
+    assert lines(kafkalite_cluster.ok("consume", "live", "--follow", "-n", "2")) == ["one", "two"]
+
+
+def test_bad_input_is_one_line(cluster: ClusterUnderTest, tmp_path: Path) -> None:
+    cluster.ok("topics", "create", "strict", "-p", "2")
+    cases = {
+        ("produce", "strict", "-p", "5"): "kafkalite: topic 'strict' has no partition 5 (it has 2)\n",
+        ("produce", "strict", "-H", "nokey"): "kafkalite: bad -H 'nokey': expected key=value\n",
+        ("produce", "strict", "-f", str(tmp_path / "missing.txt")): (
+            f"kafkalite: cannot read --file {tmp_path / 'missing.txt'}: no such file\n"
+        ),
+        ("consume", "strict", "-p", "9"): "kafkalite: topic 'strict' has no partition 9 (it has 2)\n",
+        ("consume", "absent"): f"kafkalite: topic 'absent' does not exist on {cluster.bootstrap}\n",
+        ("consume", "strict", "--format", "%q"): (
+            "kafkalite: unknown token %q in format '%q' (known: %t %p %o %k %s %K %S %T %h %%)\n"
+        ),
+        ("consume", "strict", "--format", "xml"): (
+            "kafkalite: unknown format 'xml': use value, key-value, json, or a template with %-tokens\n"
+        ),
+        ("consume", "strict", "--from-time", "yesterday"): (
+            "kafkalite: bad time 'yesterday': expected ISO 8601, e.g. 2026-05-16T11:43:26Z\n"
+        ),
+        ("consume", "strict", "--offset", "1", "--from-beginning"): (
+            "kafkalite: --from-beginning and --offset cannot be combined: choose one start position\n"
+        ),
+        ("consume", "strict", "-n", "0"): (
+            "kafkalite consume: Invalid value for '-n' / '--count': 0 is not in the range x>=1.\n"
+        ),
+    }
+    for args, message in cases.items():
+        result = cluster.run(*args, input="x\n")
+        assert (result.exit_code, result.stderr) == (2, message), args
