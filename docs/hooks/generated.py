@@ -146,7 +146,7 @@ def render_cli_options(command_name: str) -> str:
     """The options of `kafkalite COMMAND` as a table, in click's own words (what `--help` prints)."""
     from kafkalite.cli import main
 
-    command = main.commands.get(command_name) if isinstance(main, click.Group) else None
+    command = main.get_command(click.Context(main), command_name)  # the group loads some commands on first use
     if command is None:
         raise ValueError(f"no command 'kafkalite {command_name}'")
     context = click.Context(command, info_name=command_name)
