@@ -58,7 +58,8 @@ def test_cli_table_lists_every_option_of_the_command(command: str) -> None:
     from kafkalite.cli import main
 
     assert isinstance(main, click.Group)
-    cmd = main.commands[command]
+    cmd = main.get_command(click.Context(main), command)
+    assert cmd is not None
     table = generated.render_cli_options(command)
     context = click.Context(cmd, info_name=command)
     for param in cmd.get_params(context):
