@@ -218,7 +218,7 @@ class Broker:
             raise InvalidConfigError(f"partitions must be an integer in 1..{MAX_PARTITIONS}, got {partitions!r}")
         settings = {k: str(v) for k, v in (config or {}).items()}
         try:
-            TopicConfig.validated(settings)
+            TopicConfig(settings, self.config.topic_defaults)  # validates every key and value
         except InvalidConfigError as exc:
             logger.warning("Refused to create topic=%s: %s", name, exc)
             raise
@@ -301,7 +301,7 @@ class Broker:
         async with self._admin_lock:
             topic = self.topic(name)
             try:
-                TopicConfig.validated(changes)
+                topic.config.validated(changes)
             except InvalidConfigError as exc:
                 logger.warning("Refused to alter the configs of topic=%s: %s", name, exc)
                 raise

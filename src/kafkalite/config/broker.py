@@ -1,22 +1,42 @@
-"""Broker settings, named after Kafka's broker configs; `kafkalite serve` flags map onto these fields."""
+"""Broker settings under their Kafka names, and how each maps onto `BrokerConfig`.
+
+`BROKER_SETTINGS` is the broker's table. Each `BrokerKey` is a `Setting` (type, default, rule, doc) plus where its
+value lives:
+- `field`: a `BrokerConfig` field (`num.partitions` → `default_partitions`), with `to_field`/`from_field` converting
+  between the Kafka value and the field (`log.retention.check.interval.ms` is milliseconds, the field seconds);
+- `topic_config`: the topic config it is the cluster-wide default of (`log.retention.ms` → `retention.ms`), stored in
+  `BrokerConfig.topic_defaults` under the topic config's name;
+- neither: a setting of the running server (`listeners`, `advertised.listeners`), which the server layer supplies
+  when the broker is described, or a fixed fact of KafkaLite (`process.roles`).
+
+Adding a setting is one row here. `load_properties` maps `server.properties`-style `key=value` strings onto a
+`BrokerConfig` through the table (the server's own settings come back apart for the server layer); `describe_broker`
+answers DescribeConfigs for the BROKER resource from the same table. Broker settings are static: set at start,
+described as read-only.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+from typing import Any
+
+from kafkalite.config.schema import INT32_MAX, ConfigSource, ConfigType, Setting, at_least, between, one_of, table
+from kafkalite.config.topic import BROKER_SYNONYMS, TOPIC_SETTINGS, ConfigEntry, ConfigSynonym, validate_config
+from kafkalite.errors import InvalidConfigError
 
 
 @dataclass(frozen=True, slots=True)
 class BrokerConfig:
-    """Everything `Broker` needs to start; `kafkalite serve` flags map onto these fields."""
+    """Everything `Broker` needs to start; `kafkalite serve` flags and `load_properties` map onto these fields."""
 
-    data_dir: Path | None = None  # None: memory-only storage, nothing survives the process
-    node_id: int = 0
+    data_dir: Path | None = None  # log.dirs; None: memory-only storage, nothing survives the process
+    node_id: int = 0  # node.id
     fsync: bool = True  # False: acks=all is answered after write(), for throwaway test brokers
     auto_create_topics: bool = True  # auto.create.topics.enable
     default_partitions: int = 1  # num.partitions
-    offsets_partitions: int = 1  # partitions of __consumer_offsets
+    offsets_partitions: int = 1  # offsets.topic.num.partitions
     offsets_segment_bytes: int = 100 * 1024 * 1024  # offsets.topic.segment.bytes
     retention_check_interval_s: float = 300.0  # log.retention.check.interval.ms
     log_cleaner_enable: bool = True  # log.cleaner.enable
@@ -26,4 +46,232 @@ class BrokerConfig:
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1_800_000
     group_initial_rebalance_delay_ms: int = 0
+    max_request_partition_size_limit: int = 2000  # DescribeTopicPartitions' cap on partitions per answer
     topic_defaults: Mapping[str, str] = field(default_factory=dict)  # broker-wide overrides of topic config defaults
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _kafka_string(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerKey:
+    """One broker setting and where its value lives (see the module docstring)."""
+
+    setting: Setting
+    field: str | None = None
+    to_field: Callable[[Any], Any] = _same
+    from_field: Callable[[Any], str | None] = _kafka_string
+    topic_config: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.setting.name
+
+
+def _one_directory(value: Any) -> None:
+    if len(value) != 1:
+        raise ValueError("KafkaLite keeps its logs in exactly one directory")
+
+
+def _path_or_none(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+_DOUBLE_MAX = "1.7976931348623157E308"  # Kafka's Double.MAX_VALUE: no limit
+_DEDUPE_ENTRY_BYTES = 24  # one entry of Kafka's cleaner offset map: a 16-byte key hash and an 8-byte offset
+_B, _S, _I, _L, _LIST = ConfigType.BOOLEAN, ConfigType.STRING, ConfigType.INT, ConfigType.LONG, ConfigType.LIST
+
+_OWN_SETTINGS = [
+    BrokerKey(
+        Setting("node.id", _I, "0", "The node id of this broker (and controller).", at_least(0), read_only=True),
+        "node_id",
+    ),
+    BrokerKey(
+        Setting(
+            "log.dirs", _LIST, None, "The directory the log data is kept in; unset: kept in memory only.",
+            _one_directory, read_only=True,
+        ),
+        "data_dir", to_field=lambda dirs: Path(dirs[0]), from_field=_path_or_none,
+    ),
+    BrokerKey(
+        Setting(
+            "kafkalite.fsync", _S, "always",
+            "KafkaLite: \"always\" answers an acks=all produce once its bytes are fsynced (one fsync serves every "
+            "produce waiting for it); \"never\" only writes, for throwaway test brokers.",
+            one_of("always", "never"), read_only=True,
+        ),
+        "fsync", to_field=lambda value: value == "always", from_field=lambda on: "always" if on else "never",
+    ),
+    BrokerKey(
+        Setting("auto.create.topics.enable", _B, "true", "Create a topic on first use (Metadata, Produce).",
+                read_only=True),
+        "auto_create_topics",
+    ),
+    BrokerKey(
+        Setting("num.partitions", _I, "1", "The default number of partitions of a new topic.", at_least(1),
+                read_only=True),
+        "default_partitions",
+    ),
+    BrokerKey(
+        Setting("offsets.topic.num.partitions", _I, "1", "The number of partitions of __consumer_offsets.",
+                at_least(1), read_only=True, note="the default is 1, Kafka's is 50."),
+        "offsets_partitions",
+    ),
+    BrokerKey(
+        Setting("log.retention.check.interval.ms", _L, "300000",
+                "How often the broker looks for log segments to delete.", at_least(1), read_only=True),
+        "retention_check_interval_s", to_field=lambda ms: ms / 1000,
+        from_field=lambda seconds: str(round(seconds * 1000)),
+    ),
+    BrokerKey(
+        Setting("group.min.session.timeout.ms", _I, "6000", "The shortest session timeout a group member may ask.",
+                read_only=True),
+        "group_min_session_timeout_ms",
+    ),
+    BrokerKey(
+        Setting("group.max.session.timeout.ms", _I, "1800000", "The longest session timeout a group member may ask.",
+                read_only=True),
+        "group_max_session_timeout_ms",
+    ),
+    BrokerKey(
+        Setting("group.initial.rebalance.delay.ms", _I, "0",
+                "How long a new group waits for more members before its first rebalance.", read_only=True,
+                note="the default is 0, Kafka's is 3000."),
+        "group_initial_rebalance_delay_ms",
+    ),
+    BrokerKey(
+        Setting("max.request.partition.size.limit", _I, "2000",
+                "The most partitions a DescribeTopicPartitions answer holds.", between(1, INT32_MAX), read_only=True),
+        "max_request_partition_size_limit",
+    ),
+    BrokerKey(
+        Setting("offsets.topic.segment.bytes", _I, "104857600", "The segment size of __consumer_offsets.", at_least(1),
+                read_only=True),
+        "offsets_segment_bytes",
+    ),
+    BrokerKey(
+        Setting("log.cleaner.enable", _B, "true", "Run the log cleaner, which compacts the compacted topics.",
+                read_only=True),
+        "log_cleaner_enable",
+    ),
+    BrokerKey(
+        Setting("log.cleaner.backoff.ms", _L, "15000", "How long the cleaner sleeps when no log needs cleaning.",
+                at_least(0), read_only=True),
+        "log_cleaner_backoff_s", to_field=lambda ms: ms / 1000, from_field=lambda seconds: str(round(seconds * 1000)),
+    ),
+    BrokerKey(
+        Setting("log.cleaner.io.max.bytes.per.second", ConfigType.DOUBLE, _DOUBLE_MAX,
+                "The most bytes per second the cleaner reads and writes.", at_least(0), read_only=True),
+        "log_cleaner_io_max_bytes_per_second", to_field=lambda rate: None if rate >= float(_DOUBLE_MAX) else rate,
+        from_field=lambda rate: _DOUBLE_MAX if rate is None else str(rate),
+    ),
+    BrokerKey(
+        Setting("log.cleaner.dedupe.buffer.size", _L, str(1_000_000 * _DEDUPE_ENTRY_BYTES),
+                "The memory one cleaning may use to map keys to their latest offsets.", at_least(_DEDUPE_ENTRY_BYTES),
+                read_only=True, note="sized in Kafka's 24-byte map entries: the default maps 1,000,000 keys."),
+        "log_cleaner_max_keys", to_field=lambda size: size // _DEDUPE_ENTRY_BYTES,
+        from_field=lambda keys: str(keys * _DEDUPE_ENTRY_BYTES),
+    ),
+    BrokerKey(
+        Setting("process.roles", _LIST, "broker,controller",
+                "The roles this node plays: KafkaLite is one combined broker and controller.", read_only=True),
+    ),
+    BrokerKey(
+        Setting("listeners", _LIST, None, "The addresses the broker listens on, as listener://host:port.",
+                read_only=True),
+    ),
+    BrokerKey(
+        Setting("advertised.listeners", _LIST, None,
+                "The addresses clients are told to connect to (Metadata, FindCoordinator).", read_only=True),
+    ),
+    BrokerKey(
+        Setting("socket.request.max.bytes", _I, "104857600", "The largest request frame the broker reads.",
+                at_least(1), read_only=True),
+    ),
+]  # fmt: skip
+
+
+def _topic_default_key(topic_name: str) -> BrokerKey:
+    topic = TOPIC_SETTINGS[topic_name]
+    setting = replace(
+        topic,
+        name=BROKER_SYNONYMS[topic_name],
+        doc=f"The default of the topic config {topic_name}: {topic.doc}",
+        read_only=True,
+    )
+    return BrokerKey(setting, topic_config=topic_name)
+
+
+BROKER_SETTINGS: dict[str, BrokerKey] = {
+    key.name: key for key in [*_OWN_SETTINGS, *(_topic_default_key(name) for name in TOPIC_SETTINGS)]
+}
+table([key.setting for key in BROKER_SETTINGS.values()])  # refuses a name listed twice
+_FIELDS = {f.name for f in fields(BrokerConfig)}
+for _key in BROKER_SETTINGS.values():
+    assert _key.field is None or _key.field in _FIELDS, f"{_key.name} maps onto a missing field {_key.field}"
+
+
+def broker_setting(name: str) -> BrokerKey:
+    key = BROKER_SETTINGS.get(name)
+    if key is None:
+        raise InvalidConfigError(f"Unknown broker config name: {name}")
+    return key
+
+
+def load_properties(
+    properties: Mapping[str, str], base: BrokerConfig | None = None
+) -> tuple[BrokerConfig, dict[str, str]]:
+    """`base` with every `key=value` of `properties` applied, each checked by its rule, and the settings that belong
+    to the server (listeners, ...) apart. `InvalidConfigError` names the first unknown key or broken rule."""
+    config = base or BrokerConfig()
+    changes: dict[str, Any] = {}
+    topic_defaults = dict(config.topic_defaults)
+    server: dict[str, str] = {}
+    for name, text in properties.items():
+        key = broker_setting(name)
+        value = key.setting.parse(text)
+        if key.field is not None:
+            changes[key.field] = key.to_field(value)
+        elif key.topic_config is not None:
+            validate_config(key.topic_config, text)
+            topic_defaults[key.topic_config] = text.strip()
+        else:
+            server[name] = text
+    return replace(config, **changes, topic_defaults=topic_defaults), server
+
+
+def describe_broker(config: BrokerConfig, server: Mapping[str, str]) -> list[ConfigEntry]:
+    """DescribeConfigs' rows for the BROKER resource: every setting of the table with its value and source."""
+    return list(_broker_entries(config, server))
+
+
+def _broker_entries(config: BrokerConfig, server: Mapping[str, str]) -> Iterator[ConfigEntry]:
+    for key in BROKER_SETTINGS.values():
+        setting = key.setting
+        if key.field is not None:
+            value = key.from_field(getattr(config, key.field))
+            configured = value != setting.default
+        elif key.topic_config is not None:
+            configured = key.topic_config in config.topic_defaults
+            value = config.topic_defaults[key.topic_config] if configured else setting.default
+        else:
+            configured = setting.name in server
+            value = server[setting.name] if configured else setting.default
+        source = ConfigSource.STATIC_BROKER_CONFIG if configured else ConfigSource.DEFAULT_CONFIG
+        yield ConfigEntry(
+            setting.name,
+            None if setting.sensitive else value,
+            source=source,
+            type=setting.type,
+            doc=setting.documentation,
+            read_only=setting.read_only,
+            is_sensitive=setting.sensitive,
+            synonyms=(ConfigSynonym(setting.name, None if setting.sensitive else value, source),),
+        )

@@ -197,7 +197,7 @@ class KafkaServer:
         self._server: asyncio.Server | None = None
         self._connections: set[_Connection] = set()
         self._closing = False
-        self._info = ServerInfo(broker.node_id, self.advertised_host, self.advertised_port)
+        self._info = self._server_info()
 
     @property
     def advertised_host(self) -> str:
@@ -210,6 +210,14 @@ class KafkaServer:
     def advertised_port(self) -> int:
         return self.port if self._advertised_port is None else self._advertised_port
 
+    def _server_info(self) -> ServerInfo:
+        settings = {
+            "listeners": f"PLAINTEXT://{self.host}:{self.port}",
+            "advertised.listeners": f"PLAINTEXT://{self.bootstrap}",
+            "socket.request.max.bytes": str(self.max_frame_bytes),
+        }
+        return ServerInfo(self.broker.node_id, self.advertised_host, self.advertised_port, settings)
+
     @property
     def bootstrap(self) -> str:
         """`host:port` for a client's bootstrap.servers."""
@@ -219,7 +227,7 @@ class KafkaServer:
         """Bind and start accepting; with port 0 the kernel picks a free port, readable from `.port` afterwards."""
         self._server = await asyncio.start_server(self._accept, self.host, self.port, limit=_READ_CHUNK)
         self.port = self._server.sockets[0].getsockname()[1]
-        self._info = ServerInfo(self.broker.node_id, self.advertised_host, self.advertised_port)
+        self._info = self._server_info()
         log.info("Listening on %s:%d (advertised %s)", self.host, self.port, self.bootstrap)
 
     async def serve_forever(self) -> None:

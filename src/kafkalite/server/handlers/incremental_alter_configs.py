@@ -2,9 +2,12 @@
 
 v1 is the first flexible version.
 
-Topic configs (resource type 2) accept SET (0) and DELETE (1, back to the default); every change of a resource is
-validated before any applies, and validate_only applies none. APPEND and SUBTRACT (2, 3) are for list-valued
-configs, which KafkaLite's topic configs are not: INVALID_CONFIG. Broker configs (type 4) are static: INVALID_REQUEST.
+Topic configs (resource type 2) accept SET (0), DELETE (1, back to the default), and for list-valued configs
+(`cleanup.policy`, the throttled-replica lists) APPEND (2: add the items not yet in the current value) and SUBTRACT
+(3: remove them); APPEND or SUBTRACT on any other config is INVALID_CONFIG, as is an unknown operation. A key named
+twice in one resource is INVALID_REQUEST. Every change of a resource is validated through the topic config table
+before any applies (INVALID_CONFIG naming the key and the rule), and validate_only applies none. Broker configs
+(type 4) are static: INVALID_REQUEST.
 """
 
 from __future__ import annotations
@@ -12,26 +15,56 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from kafkalite.broker import Topic
+from kafkalite.config import TOPIC_SETTINGS, ConfigType
 from kafkalite.protocol.wire import ApiKey
 from kafkalite.server.dispatch import RequestContext, handles
 from kafkalite.server.handlers._common import INVALID_REQUEST, error_code, error_message
 
 TOPIC = 2
-SET, DELETE = 0, 1
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 INVALID_CONFIG = 40
 
 Alter = Callable[[RequestContext, Any, bool], Awaitable[tuple[int, str | None]]]
 
 
+def _list_change(topic: Topic, name: str, operation: int, value: str | None) -> str:
+    """The new value of list config `name` after APPEND or SUBTRACT of the comma-separated items of `value`."""
+    current = [item.strip() for item in topic.config.get(name).split(",") if item.strip()]
+    items = [item.strip() for item in (value or "").split(",") if item.strip()]
+    if operation == APPEND:
+        return ",".join([*current, *(item for item in items if item not in current)])
+    return ",".join(item for item in current if item not in items)
+
+
+def _changes(topic: Topic, configs: Any) -> tuple[int, str | None, dict[str, str | None]]:
+    changes: dict[str, str | None] = {}
+    for config in configs:
+        if config.name in changes:
+            return INVALID_REQUEST, f"Error due to duplicate config keys: {config.name}", {}
+        operation = config.config_operation
+        if operation == SET:
+            changes[config.name] = config.value
+        elif operation == DELETE:
+            changes[config.name] = None
+        elif operation in (APPEND, SUBTRACT):
+            setting = TOPIC_SETTINGS.get(config.name)
+            if setting is None or setting.type != ConfigType.LIST:
+                verb = "append" if operation == APPEND else "subtract"
+                return INVALID_CONFIG, f"Config value {verb} is not allowed for config key: {config.name}", {}
+            changes[config.name] = _list_change(topic, config.name, operation, config.value)
+        else:
+            return INVALID_CONFIG, f"Unknown config operation {operation} for config key: {config.name}", {}
+    return 0, None, changes
+
+
 async def _alter(ctx: RequestContext, resource: Any, validate_only: bool) -> tuple[int, str | None]:
     if resource.resource_type != TOPIC:
         return INVALID_REQUEST, f"resource type {resource.resource_type} cannot be altered in KafkaLite"
-    changes: dict[str, str | None] = {}
-    for config in resource.configs:
-        if config.config_operation not in (SET, DELETE):
-            return INVALID_CONFIG, f"{config.name}: only SET and DELETE apply to KafkaLite topic configs"
-        changes[config.name] = config.value if config.config_operation == SET else None
     try:
+        code, message, changes = _changes(ctx.broker.topic(resource.resource_name), resource.configs)
+        if code:
+            return code, message
         await ctx.broker.alter_topic_config(resource.resource_name, changes, validate_only=validate_only)
     except Exception as e:
         return error_code(e), error_message(e)

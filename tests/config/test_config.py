@@ -1,0 +1,179 @@
+"""The settings tables: Kafka's names, types, defaults and rules; `server.properties` loading; describing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kafkalite.config import (
+    BROKER_SETTINGS,
+    BROKER_SYNONYMS,
+    TOPIC_SETTINGS,
+    BrokerConfig,
+    ConfigSource,
+    ConfigType,
+    TopicConfig,
+    describe_broker,
+    load_properties,
+    validate_config,
+)
+from kafkalite.errors import InvalidConfigError
+
+# Every topic config of Kafka 4.0 (`kafka-configs --describe --all` on a topic), plus KafkaLite's partition caps.
+KAFKA_TOPIC_CONFIGS = {
+    "cleanup.policy", "compression.gzip.level", "compression.lz4.level", "compression.type", "compression.zstd.level",
+    "delete.retention.ms", "file.delete.delay.ms", "flush.messages", "flush.ms",
+    "follower.replication.throttled.replicas", "index.interval.bytes", "leader.replication.throttled.replicas",
+    "local.retention.bytes", "local.retention.ms", "max.compaction.lag.ms", "max.message.bytes",
+    "message.timestamp.after.max.ms", "message.timestamp.before.max.ms", "message.timestamp.type",
+    "min.cleanable.dirty.ratio", "min.compaction.lag.ms", "min.insync.replicas", "preallocate",
+    "remote.log.copy.disable", "remote.log.delete.on.disable", "remote.storage.enable", "retention.bytes",
+    "retention.ms", "segment.bytes", "segment.index.bytes", "segment.jitter.ms", "segment.ms",
+    "unclean.leader.election.enable",
+}  # fmt: skip
+
+
+def test_every_kafka_topic_config_is_in_the_table_with_a_valid_default() -> None:
+    assert set(TOPIC_SETTINGS) >= KAFKA_TOPIC_CONFIGS
+    assert set(TOPIC_SETTINGS) - KAFKA_TOPIC_CONFIGS == {"max.partition.messages", "max.partition.bytes"}
+    for setting in TOPIC_SETTINGS.values():
+        assert setting.default is not None
+        setting.parse(setting.default)
+        assert setting.doc
+        assert setting.name in BROKER_SYNONYMS
+
+
+def test_types_are_kafkas() -> None:
+    types = {name: setting.type for name, setting in TOPIC_SETTINGS.items()}
+    assert types["retention.ms"] == ConfigType.LONG
+    assert types["segment.bytes"] == ConfigType.INT
+    assert types["cleanup.policy"] == ConfigType.LIST
+    assert types["min.cleanable.dirty.ratio"] == ConfigType.DOUBLE
+    assert types["preallocate"] == ConfigType.BOOLEAN
+    assert types["compression.type"] == ConfigType.STRING
+
+
+@pytest.mark.parametrize("codec", ["uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"])
+def test_compression_type_accepts_kafkas_codecs(codec: str) -> None:
+    validate_config("compression.type", codec)
+
+
+@pytest.mark.parametrize("policy", ["delete", "compact", "compact,delete", "delete, compact"])
+def test_cleanup_policy_accepts_compact_delete_and_both(policy: str) -> None:
+    validate_config("cleanup.policy", policy)
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("compression.type", "gzipp", "compression.type: String must be one of: uncompressed, zstd"),
+        ("cleanup.policy", "compact,remove", "cleanup.policy: Invalid value remove"),
+        ("cleanup.policy", "", "cleanup.policy: Empty list"),
+        ("retention.ms", "soon", "retention.ms: Not a number of type LONG"),
+        ("retention.ms", "-2", "retention.ms: Value must be at least -1"),
+        ("segment.bytes", str(2**31), "segment.bytes: Not a number of type INT"),
+        ("segment.bytes", "13", "segment.bytes: Value must be at least 14"),
+        ("min.cleanable.dirty.ratio", "1.5", "no more than 1"),
+        ("preallocate", "yes", "Expected value to be either true or false"),
+        ("compression.gzip.level", "10", "Value must be -1 or no less than 1 and no more than 9"),
+        ("remote.storage.enable", "true", "Tiered Storage functionality is disabled"),
+        ("max.partition.messages", "0", "-1 (no limit) or positive"),
+        ("no.such.config", "1", "Unknown topic config name: no.such.config"),
+    ],
+)
+def test_bad_values_name_the_key_and_the_rule(name: str, value: str, message: str) -> None:
+    with pytest.raises(InvalidConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        validate_config(name, value)
+
+
+def test_compaction_lags_are_checked_together() -> None:
+    config = TopicConfig({"max.compaction.lag.ms": "1000"})
+    with pytest.raises(InvalidConfigError, match=r"min.compaction.lag.ms \(5000\) > max.compaction.lag.ms \(1000\)"):
+        config.update({"min.compaction.lag.ms": "5000"})
+    assert config.overrides() == {"max.compaction.lag.ms": "1000"}
+    config.update({"min.compaction.lag.ms": "5000", "max.compaction.lag.ms": None})
+    assert config.get("min.compaction.lag.ms") == "5000"
+
+
+def test_describe_gives_sources_and_synonyms_from_topic_to_broker_to_default() -> None:
+    config = TopicConfig({"retention.ms": "1000"}, {"retention.ms": "2000", "segment.ms": "60000"})
+    entries = {entry.name: entry for entry in config.describe()}
+    retention = entries["retention.ms"]
+    assert (retention.value, retention.source, retention.type) == ("1000", ConfigSource.DYNAMIC_TOPIC_CONFIG, 5)
+    assert [(s.name, s.value, s.source) for s in retention.synonyms] == [
+        ("retention.ms", "1000", ConfigSource.DYNAMIC_TOPIC_CONFIG),
+        ("log.retention.ms", "2000", ConfigSource.STATIC_BROKER_CONFIG),
+        ("log.retention.ms", "604800000", ConfigSource.DEFAULT_CONFIG),
+    ]
+    assert entries["segment.ms"].source == ConfigSource.STATIC_BROKER_CONFIG
+    assert entries["segment.ms"].value == "60000"
+    assert entries["cleanup.policy"].source == ConfigSource.DEFAULT_CONFIG
+    assert entries["cleanup.policy"].is_default
+    assert "KafkaLite" in entries["min.insync.replicas"].doc  # says it is accepted, not acted on
+    assert set(entries) == set(TOPIC_SETTINGS)
+
+
+def test_load_properties_maps_kafka_names_onto_the_broker_config(tmp_path: Path) -> None:
+    config, server = load_properties(
+        {
+            "node.id": "3",
+            "log.dirs": str(tmp_path),
+            "num.partitions": "4",
+            "auto.create.topics.enable": "false",
+            "log.retention.check.interval.ms": "1500",
+            "kafkalite.fsync": "never",
+            "log.retention.ms": "60000",
+            "message.max.bytes": "2000000",
+            "listeners": "PLAINTEXT://0.0.0.0:9092",
+        }
+    )
+    assert config == BrokerConfig(
+        data_dir=tmp_path,
+        node_id=3,
+        fsync=False,
+        auto_create_topics=False,
+        default_partitions=4,
+        retention_check_interval_s=1.5,
+        topic_defaults={"retention.ms": "60000", "max.message.bytes": "2000000"},
+    )
+    assert server == {"listeners": "PLAINTEXT://0.0.0.0:9092"}
+
+
+@pytest.mark.parametrize(
+    ("properties", "message"),
+    [
+        ({"num.partitions": "0"}, "num.partitions: Value must be at least 1"),
+        ({"log.retention.ms": "x"}, "log.retention.ms: Not a number of type LONG"),
+        ({"log.cleanup.policy": "shred"}, "log.cleanup.policy: Invalid value shred"),
+        ({"log.dirs": "/a,/b"}, "exactly one directory"),
+        ({"no.such.key": "1"}, "Unknown broker config name: no.such.key"),
+    ],
+)
+def test_load_properties_refuses_bad_input(properties: dict[str, str], message: str) -> None:
+    with pytest.raises(InvalidConfigError, match=message):
+        load_properties(properties)
+
+
+def test_describe_broker_lists_every_setting_with_its_source() -> None:
+    config = BrokerConfig(default_partitions=3, topic_defaults={"retention.ms": "1000"})
+    entries = {e.name: e for e in describe_broker(config, {"listeners": "PLAINTEXT://127.0.0.1:1234"})}
+    assert set(entries) == set(BROKER_SETTINGS)
+    assert {"advertised.listeners", "listeners", "log.dirs", "node.id", "log.retention.ms"} <= set(entries)
+    assert (entries["num.partitions"].value, entries["num.partitions"].source) == ("3", 4)
+    assert (entries["node.id"].value, entries["node.id"].source) == ("0", ConfigSource.DEFAULT_CONFIG)
+    assert (entries["log.retention.ms"].value, entries["log.retention.ms"].source) == ("1000", 4)
+    assert entries["listeners"].value == "PLAINTEXT://127.0.0.1:1234"
+    assert entries["advertised.listeners"].value is None
+    assert entries["log.dirs"].value is None  # in memory
+    assert all(e.read_only for e in entries.values())
+    assert entries["log.retention.ms"].type == ConfigType.LONG
+
+
+def test_every_broker_default_parses_and_every_mapped_field_round_trips() -> None:
+    described = {e.name: e.value for e in describe_broker(BrokerConfig(), {})}
+    for key in BROKER_SETTINGS.values():
+        if key.setting.default is not None:
+            key.setting.parse(key.setting.default)
+        if key.field is not None:  # the default BrokerConfig describes each field as the table's default
+            assert described[key.name] == key.setting.default, key.name
