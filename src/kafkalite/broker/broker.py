@@ -63,6 +63,7 @@ class Broker:
         self.node_id = self.config.node_id
         self.cluster_id = ""
         self.topics: dict[str, Topic] = {}
+        self.metadata_changes = 0  # topics created, deleted, grown or reconfigured since start (DescribeQuorum)
         self._topics_by_id: dict[uuid.UUID, Topic] = {}
         self._offsets: OffsetManager | None = None
         self._groups: GroupService | None = None
@@ -271,6 +272,7 @@ class Broker:
             raise UnknownTopicError(f"internal topic {name!r} cannot be deleted")
         del self.topics[name]
         del self._topics_by_id[topic.topic_id]
+        self.metadata_changes += 1
         for partition in topic.partitions:
             partition.log.close()
         if self._store is not None:
@@ -437,6 +439,7 @@ class Broker:
     # --- persistence ------------------------------------------------------------------------------------------
 
     async def _save_topic(self, topic: Topic) -> None:
+        self.metadata_changes += 1
         if self._store is None:
             return
         document = {

@@ -166,6 +166,32 @@ class GroupService:
             await self.offsets.delete(group_id)
         return error
 
+    async def delete_offsets(
+        self, group_id: str, partitions: Sequence[tuple[str, int]]
+    ) -> tuple[int, dict[tuple[str, int], int]]:
+        """OffsetDelete, by Kafka's rules: (group error, error per partition). An unknown group: GROUP_ID_NOT_FOUND.
+        An Empty group (or one known only by its committed offsets) loses the offsets asked for. A "consumer" group
+        with members keeps the offsets of topics it subscribes to (GROUP_SUBSCRIBED_TO_TOPIC) and loses the others;
+        any other group with members: NON_EMPTY_GROUP."""
+        described = self.coordinator.describe(group_id)
+        state = described.state
+        if state == GroupState.DEAD.value:
+            if group_id not in self.offsets.groups():
+                return ErrorCode.GROUP_ID_NOT_FOUND, {}
+            state = GroupState.EMPTY.value
+        if state == GroupState.EMPTY.value:
+            subscribed: frozenset[str] | None = frozenset()
+        elif described.protocol_type == CONSUMER_PROTOCOL_TYPE:
+            subscribed = self.coordinator.subscribed_topics(group_id)
+        else:
+            return ErrorCode.NON_EMPTY_GROUP, {}
+        errors: dict[tuple[str, int], int] = {
+            tp: ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC if subscribed is None or tp[0] in subscribed else ErrorCode.NONE
+            for tp in partitions
+        }
+        await self.offsets.delete(group_id, [tp for tp, error in errors.items() if error == ErrorCode.NONE])
+        return ErrorCode.NONE, errors
+
     def close(self) -> None:
         """Shutting down: every JoinGroup/SyncGroup still waiting fails with `ClosedError` (its caller's task was not
         cancelled, so it must not see a `CancelledError`)."""

@@ -37,7 +37,9 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
+from kafkalite.errors import GroupError
 from kafkalite.groups._state import GroupEvent, GroupState
+from kafkalite.groups.consumer_protocol import decode_subscription
 from kafkalite.groups.membership import (
     MEMBER_ID_PREFIX_CHARS,
     NEW_MEMBER_JOIN_TIMEOUT_MS,
@@ -63,6 +65,8 @@ from kafkalite.groups.results import (
 )
 
 __all__ = ["NEW_MEMBER_JOIN_TIMEOUT_MS", "GroupConfig", "GroupCoordinator"]
+
+CONSUMER_PROTOCOL_TYPE = "consumer"
 
 
 class GroupCoordinator(RebalanceMachine):
@@ -451,6 +455,25 @@ class GroupCoordinator(RebalanceMachine):
         group.move(GroupEvent.DELETE)
         del self._groups[group_id]
         return ErrorCode.NONE
+
+    def subscribed_topics(self, group_id: str) -> frozenset[str] | None:
+        """The topics the members of a "consumer" group subscribe to under its chosen protocol (empty for a group
+        with no members); None when that cannot be told: an unknown group, another protocol type, no protocol chosen
+        yet, or metadata that is not a consumer Subscription. Kafka's OffsetDelete treats None as "every topic"."""
+        group = self._groups.get(group_id)
+        if group is None or group.protocol_type != CONSUMER_PROTOCOL_TYPE:
+            return None
+        if not group.members:
+            return frozenset()
+        if group.protocol_name is None:
+            return None
+        topics: set[str] = set()
+        try:
+            for member in group.members.values():
+                topics.update(decode_subscription(member.metadata(group.protocol_name)).topics)
+        except GroupError:
+            return None
+        return frozenset(topics)
 
     # ---- helpers -------------------------------------------------------------------------------------------------
 
