@@ -3,6 +3,7 @@ with every byte consumed (the `raw` client checks that), for good input and bad.
 
 from __future__ import annotations
 
+import struct
 import time
 from pathlib import Path
 from typing import Any
@@ -352,3 +353,157 @@ async def test_api_versions_finalized_features(raw: Any, version: int) -> None:
     assert response.finalized_features_epoch == 0
     served = {k.api_key for k in response.api_keys}
     assert ("group.version" in finalized) == (68 in served)
+
+
+# ---- arrays the schema does not allow to be null --------------------------------------------------------------------
+
+_TIMEOUT = struct.pack(">i", 1000)
+NULL_ARRAY_BODIES = {
+    # (api_key, version): body with a null (0) compact array where the schema allows none, and what must come back
+    (34, 2): (b"\x00\x00", lambda r: r.results == ()),
+    (75, 0): (b"\x00" + struct.pack(">i", 10) + b"\xff\x00", lambda r: (r.topics, r.next_cursor) == ((), None)),
+    (45, 1): (_TIMEOUT + b"\x01\x00\x00", lambda r: (r.error_code, r.responses) == (INVALID_REQUEST, ())),
+    (55, 2): (b"\x00\x00", lambda r: r.error_code == UNKNOWN_TOPIC_OR_PARTITION),
+    (74, 1): (b"\x00\x00", lambda r: r.error_code == UNSUPPORTED_VERSION),
+    (23, 4): (struct.pack(">i", -1) + b"\x00\x00", lambda r: r.topics == ()),
+    (32, 4): (b"\x00\x00\x00\x00", lambda r: r.results == ()),
+    (44, 1): (b"\x00\x00\x00", lambda r: r.responses == ()),
+    (35, 2): (b"\x02\x02a\x00\x00\x00", lambda r: r.results[0].topics == ()),  # [topic "a", partitions null]
+}
+
+
+@pytest.mark.parametrize(("api_key", "version"), list(NULL_ARRAY_BODIES))
+async def test_a_null_array_gets_an_answer_and_the_connection_serves_on(raw: Any, api_key: int, version: int) -> None:
+    body, check = NULL_ARRAY_BODIES[(api_key, version)]
+    raw.correlation_id += 1
+    frame = struct.pack(">hhih", api_key, version, raw.correlation_id, 1) + b"t\x00" + body
+    await raw.send_raw(struct.pack(">i", len(frame)) + frame)
+    assert check(raw.decode_response(api_key, version, await raw.read_frame()))
+    assert (await raw.request(18, 3, client_software_name="t", client_software_version="1")).error_code == 0
+
+
+async def test_offset_delete_with_null_topics_is_invalid_request(raw: Any) -> None:
+    raw.correlation_id += 1
+    frame = struct.pack(">hhih", 47, 0, raw.correlation_id, 1) + b"t" + struct.pack(">h", 1) + b"g"
+    frame += struct.pack(">i", -1)  # topics: null (v0 is not flexible)
+    await raw.send_raw(struct.pack(">i", len(frame)) + frame)
+    response = raw.decode_response(47, 0, await raw.read_frame())
+    assert (response.error_code, response.topics) == (INVALID_REQUEST, ())
+
+
+# ---- DescribeConfigs, CreateTopics and IncrementalAlterConfigs through the config table ------------------------------
+
+INVALID_CONFIG = 40
+
+
+def _resource(raw: Any, version: int, kind: int, name: str, keys: list[str] | None = None) -> Any:
+    return raw.nested(
+        32, version, "DescribeConfigsResource", resource_type=kind, resource_name=name, configuration_keys=keys
+    )
+
+
+@pytest.mark.parametrize("version", RANGES[ApiKey.DESCRIBE_CONFIGS])
+async def test_describe_configs_types_sources_synonyms(raw: Any, broker: Broker, version: int) -> None:
+    await broker.create_topic("dct", 1, {"retention.ms": "1000", "cleanup.policy": "compact,delete"})
+    resources = [_resource(raw, version, 2, "dct", ["retention.ms", "cleanup.policy", "segment.ms", "nope"])]
+    response = await raw.request(32, version, resources=resources, include_synonyms=True, include_documentation=True)
+    configs = {c.name: c for c in response.results[0].configs}
+    assert set(configs) == {"retention.ms", "cleanup.policy", "segment.ms"}
+    retention = configs["retention.ms"]
+    assert (retention.value, retention.config_source, retention.read_only) == ("1000", 1, False)
+    assert [(s.name, s.value, s.source) for s in retention.synonyms] == [
+        ("retention.ms", "1000", 1),
+        ("log.retention.ms", "604800000", 5),
+    ]
+    assert (configs["segment.ms"].config_source, configs["cleanup.policy"].value) == (5, "compact,delete")
+    if version >= 3:
+        assert (retention.config_type, configs["cleanup.policy"].config_type) == (5, 7)  # LONG, LIST
+        assert "deleted" in retention.documentation
+    plain = await raw.request(32, version, resources=resources, include_synonyms=False, include_documentation=False)
+    assert all(c.synonyms == () for c in plain.results[0].configs)
+
+
+@pytest.mark.parametrize("version", RANGES[ApiKey.DESCRIBE_CONFIGS])
+async def test_describe_configs_of_the_broker(raw: Any, server: KafkaServer, version: int) -> None:
+    resources = [
+        _resource(raw, version, 4, "0"),
+        _resource(raw, version, 4, ""),
+        _resource(raw, version, 4, "7"),
+        _resource(raw, version, 4, "x"),
+        _resource(raw, version, 2, "no-such-topic"),
+        _resource(raw, version, 8, "0"),
+    ]
+    response = await raw.request(32, version, resources=resources, include_synonyms=False, include_documentation=False)
+    ours, defaults, other, word, topic, loggers = response.results
+    configs = {c.name: c for c in ours.configs}
+    assert configs["advertised.listeners"].value == f"PLAINTEXT://{server.bootstrap}"
+    assert configs["listeners"].value == f"PLAINTEXT://127.0.0.1:{server.port}"
+    assert (configs["listeners"].config_source, configs["listeners"].read_only) == (4, True)
+    assert (configs["node.id"].value, configs["log.dirs"].value, configs["num.partitions"].value) == ("0", None, "1")
+    assert configs["log.retention.ms"].value == "604800000"
+    if version >= 3:
+        assert (configs["node.id"].config_type, configs["auto.create.topics.enable"].config_type) == (3, 1)
+    assert (defaults.error_code, defaults.configs) == (0, ())
+    assert [(r.error_code, r.configs) for r in (other, word, loggers)] == [(INVALID_REQUEST, ())] * 3
+    assert topic.error_code == UNKNOWN_TOPIC_OR_PARTITION
+
+
+@pytest.mark.parametrize("codec", ["uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"])
+async def test_create_topics_accepts_every_kafka_codec(raw: Any, broker: Broker, codec: str) -> None:
+    config = raw.nested(19, 7, "CreatableTopicConfig", name="compression.type", value=codec)
+    topic = raw.nested(
+        19, 7, "CreatableTopic", name=f"c-{codec}", num_partitions=1, replication_factor=1, assignments=[],
+        configs=[config],
+    )  # fmt: skip
+    response = await raw.request(19, 7, topics=[topic], timeout=1000, validate_only=False)
+    assert [t.error_code for t in response.topics] == [0]
+    assert broker.topic(f"c-{codec}").config.get("compression.type") == codec
+
+
+async def test_create_topics_refuses_a_bad_value_naming_key_and_rule(
+    raw: Any, broker: Broker, caplog: pytest.LogCaptureFixture
+) -> None:
+    config = raw.nested(19, 7, "CreatableTopicConfig", name="cleanup.policy", value="compact,shred")
+    topic = raw.nested(
+        19, 7, "CreatableTopic", name="bad", num_partitions=1, replication_factor=1, assignments=[], configs=[config]
+    )
+    response = await raw.request(19, 7, topics=[topic], timeout=1000, validate_only=False)
+    (answer,) = response.topics
+    assert answer.error_code == INVALID_CONFIG
+    assert answer.error_message == "Invalid value compact,shred for configuration cleanup.policy: " + (
+        "Invalid value shred; items must be among: compact, delete"
+    )
+    assert "bad" not in broker.topics
+    assert any("Refused to create topic=bad" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("version", RANGES[ApiKey.INCREMENTAL_ALTER_CONFIGS])
+async def test_incremental_alter_configs_appends_and_subtracts_list_configs(
+    raw: Any, broker: Broker, version: int
+) -> None:
+    await broker.create_topic("lists", 1)
+
+    async def alter(*ops: tuple[str, int, str | None]) -> tuple[int, str | None]:
+        configs = [
+            raw.nested(44, version, "AlterableConfig", name=name, config_operation=op, value=value)
+            for name, op, value in ops
+        ]
+        resources = [
+            raw.nested(44, version, "AlterConfigsResource", resource_type=2, resource_name="lists", configs=configs)
+        ]
+        response = await raw.request(44, version, resources=resources, validate_only=False)
+        return response.responses[0].error_code, response.responses[0].error_message
+
+    assert await alter(("cleanup.policy", 2, "compact")) == (0, None)
+    assert broker.topic("lists").config.get("cleanup.policy") == "delete,compact"
+    assert await alter(("cleanup.policy", 3, "delete")) == (0, None)
+    assert broker.topic("lists").config.get("cleanup.policy") == "compact"
+    code, message = await alter(("retention.ms", 2, "5"))
+    assert (code, message) == (INVALID_CONFIG, "Config value append is not allowed for config key: retention.ms")
+    code, message = await alter(("retention.ms", 0, "5"), ("retention.ms", 1, None))
+    assert code == INVALID_REQUEST
+    code, message = await alter(("cleanup.policy", 3, "compact"))  # would leave an empty list
+    assert code == INVALID_CONFIG
+    assert message is not None
+    assert "cleanup.policy" in message
+    assert broker.topic("lists").config.get("cleanup.policy") == "compact"
