@@ -76,7 +76,7 @@ class BrokerKey:
 
 
 def _one_directory(value: Any) -> None:
-    if len(value) != 1:
+    if len([d for d in value.split(",") if d.strip()]) != 1:  # Kafka's log.dirs is a comma-separated list
         raise ValueError("KafkaLite keeps its logs in exactly one directory")
 
 
@@ -95,10 +95,11 @@ _OWN_SETTINGS = [
     ),
     BrokerKey(
         Setting(
-            "log.dirs", _LIST, None, "The directory the log data is kept in; unset: kept in memory only.",
+            "log.dirs", _S, None, "The directory the log data is kept in; unset: kept in memory only.",
             _one_directory, read_only=True,
         ),
-        "data_dir", to_field=lambda dirs: Path(dirs[0]), from_field=_path_or_none,
+        "data_dir", to_field=lambda text: Path(next(d.strip() for d in text.split(",") if d.strip())),
+        from_field=_path_or_none,
     ),
     BrokerKey(
         Setting(
@@ -184,11 +185,11 @@ _OWN_SETTINGS = [
                 "The roles this node plays: KafkaLite is one combined broker and controller.", read_only=True),
     ),
     BrokerKey(
-        Setting("listeners", _LIST, None, "The addresses the broker listens on, as listener://host:port.",
+        Setting("listeners", _S, None, "The addresses the broker listens on, as listener://host:port.",
                 read_only=True),
     ),
     BrokerKey(
-        Setting("advertised.listeners", _LIST, None,
+        Setting("advertised.listeners", _S, None,
                 "The addresses clients are told to connect to (Metadata, FindCoordinator).", read_only=True),
     ),
     BrokerKey(
