@@ -21,8 +21,6 @@ from kafkalite.server.handlers.incremental_alter_configs import TOPIC, answer_ea
 async def _replace(ctx: RequestContext, resource: Any, validate_only: bool) -> tuple[int, str | None]:
     if resource.resource_type != TOPIC:
         return INVALID_REQUEST, f"resource type {resource.resource_type} cannot be altered in KafkaLite"
-    if resource.configs is None:
-        return INVALID_REQUEST, "configs must not be null"
     try:
         changes: dict[str, str | None] = dict.fromkeys(ctx.broker.topic(resource.resource_name).config.overrides())
         changes.update({config.name: config.value for config in resource.configs})

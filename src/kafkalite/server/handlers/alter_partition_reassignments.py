@@ -7,8 +7,7 @@ controller answers, per partition: an unknown topic or partition gets UNKNOWN_TO
 list (cancel) gets NO_REASSIGNMENT_IN_PROGRESS, since none ever is; an empty list, a repeated broker or a broker that
 is not registered gets INVALID_REPLICA_ASSIGNMENT; what passes is [this broker], the current assignment: NONE, and
 the reassignment is complete at once (the replication factor never changes, whatever
-allow_replication_factor_change says). Nothing is ever moved. A null topics array (which the schema does not
-allow) is INVALID_REQUEST at the top.
+allow_replication_factor_change says). Nothing is ever moved.
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ from typing import Any
 
 from kafkalite.protocol.wire import ApiKey
 from kafkalite.server.dispatch import RequestContext, handles
-from kafkalite.server.handlers._common import INVALID_REQUEST, UNKNOWN_TOPIC_OR_PARTITION
+from kafkalite.server.handlers._common import UNKNOWN_TOPIC_OR_PARTITION
 
 INVALID_REPLICA_ASSIGNMENT = 39
 NO_REASSIGNMENT_IN_PROGRESS = 85
@@ -51,19 +50,10 @@ def _outcome(
 @handles(ApiKey.ALTER_PARTITION_REASSIGNMENTS, versions=range(0, 2))
 async def alter_partition_reassignments(ctx: RequestContext, req: Any) -> Any:
     allow_rf_change = getattr(req, "allow_replication_factor_change", True)
-    if req.topics is None:
-        return ctx.build(
-            "AlterPartitionReassignmentsResponse",
-            throttle_time=0,
-            allow_replication_factor_change=allow_rf_change,
-            error_code=INVALID_REQUEST,
-            error_message="topics must not be null",
-            responses=[],
-        )
     responses = []
     for topic in req.topics:
         partitions = []
-        for partition in topic.partitions or ():
+        for partition in topic.partitions:
             code, message = _outcome(ctx, topic.name, partition.partition_index, partition.replicas)
             partitions.append(
                 ctx.build(

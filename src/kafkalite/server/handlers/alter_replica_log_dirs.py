@@ -5,8 +5,7 @@ v1 is the oldest Kafka 4 serves (v0 is gone) · v2 is the first flexible version
 KafkaLite has one log directory (see `describe_log_dirs.log_dir`), so every replica already lives where it can live.
 As Kafka answers, per partition: a path that is not a log directory of this broker gets LOG_DIR_NOT_FOUND; an
 unknown topic or partition gets UNKNOWN_TOPIC_OR_PARTITION; a partition asked into the directory it is in gets
-NONE and nothing moves. Paths are compared absolute, as Kafka compares them. A null array (which Kafka's schema
-does not allow) is read as empty.
+NONE and nothing moves. Paths are compared absolute, as Kafka compares them.
 """
 
 from __future__ import annotations
@@ -32,12 +31,12 @@ def _is_our_dir(ctx: RequestContext, path: str) -> bool:
 @handles(ApiKey.ALTER_REPLICA_LOG_DIRS, versions=range(1, 3))
 async def alter_replica_log_dirs(ctx: RequestContext, req: Any) -> Any:
     results: dict[str, list[Any]] = {}
-    for directory in req.dirs or ():
+    for directory in req.dirs:
         ours = _is_our_dir(ctx, directory.path)
-        for requested in directory.topics or ():
+        for requested in directory.topics:
             topic = ctx.broker.topics.get(requested.name)
             answers = results.setdefault(requested.name, [])
-            for index in requested.partitions or ():
+            for index in requested.partitions:
                 if not ours:
                     code = LOG_DIR_NOT_FOUND
                 elif topic is None or not 0 <= index < len(topic.partitions):

@@ -12,7 +12,6 @@ Answers come from the settings tables of `kafkalite.config`, as a single-broker 
   all static, so read-only. An empty name asks for the cluster's dynamic defaults: there are none. Another id or a
   name that is not a number: INVALID_REQUEST, as Kafka answers.
 - Any other resource type: INVALID_REQUEST.
-A null resources array (which the schema does not allow) gets an empty answer.
 """
 
 from __future__ import annotations
@@ -80,7 +79,7 @@ def _describe(ctx: RequestContext, resource: Any, req: Any) -> tuple[int, str | 
 @handles(ApiKey.DESCRIBE_CONFIGS, versions=range(1, 5))
 async def describe_configs(ctx: RequestContext, req: Any) -> Any:
     results = []
-    for resource in req.resources or ():
+    for resource in req.resources:
         code, message, configs = _describe(ctx, resource, req)
         results.append(
             ctx.build(

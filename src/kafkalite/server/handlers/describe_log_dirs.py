@@ -40,7 +40,7 @@ def _wanted(broker: Broker, topics: Any) -> Iterable[tuple[Topic, list[int]]]:
             continue
         seen.add(known.name)
         count = len(known.partitions)
-        yield known, sorted({p for p in requested.partitions or () if 0 <= p < count})
+        yield known, sorted({p for p in requested.partitions if 0 <= p < count})
 
 
 @handles(ApiKey.DESCRIBE_LOG_DIRS, versions=range(1, 6))

@@ -25,10 +25,10 @@ LEADER_EPOCH = 1
 
 
 def _names_the_metadata_partition(req: Any) -> bool:
-    topics: list[Any] = list(req.topics or ())
+    topics: list[Any] = list(req.topics)
     if len(topics) != 1 or topics[0].topic_name != METADATA_TOPIC:
         return False
-    partitions: list[Any] = list(topics[0].partitions or ())
+    partitions: list[Any] = list(topics[0].partitions)
     return len(partitions) == 1 and partitions[0].partition_index == 0
 
 

@@ -9,7 +9,7 @@ names the first partition left out, else it is null.
 Answers, as Kafka's: an unknown named topic gets UNKNOWN_TOPIC_OR_PARTITION with a zero topic id and no partitions;
 a cursor whose topic is not among the named topics, or whose partition index is negative, makes every topic of the
 answer INVALID_REQUEST. One broker leads every partition and is its only replica and in-sync replica; the leader
-epoch is -1 (unknown), as in Metadata. A null topics array (which the schema does not allow) gets an empty answer.
+epoch is -1 (unknown), as in Metadata.
 """
 
 from __future__ import annotations
@@ -57,8 +57,6 @@ def _refused(ctx: RequestContext, names: list[str]) -> Any:
 
 @handles(ApiKey.DESCRIBE_TOPIC_PARTITIONS, versions=range(0, 1))
 async def describe_topic_partitions(ctx: RequestContext, req: Any) -> Any:
-    if req.topics is None:  # not allowed by the schema: nothing named, nothing answered
-        return ctx.build("DescribeTopicPartitionsResponse", throttle_time=0, topics=[], next_cursor=None)
     requested = [t.name for t in req.topics]
     cursor = req.cursor
     if cursor is not None and (cursor.partition_index < 0 or (requested and cursor.topic_name not in requested)):

@@ -38,7 +38,7 @@ def _results(ctx: RequestContext, topics: Any, refusal: str | None) -> list[Any]
     results = []
     for requested in topics:
         partitions = []
-        for index in requested.partitions or ():
+        for index in requested.partitions:
             code, message = (INVALID_REQUEST, refusal) if refusal else _outcome(ctx, requested.topic, index)
             partitions.append(ctx.build("PartitionResult", partition_id=index, error_code=code, error_message=message))
         results.append(ctx.build("ReplicaElectionResult", topic=requested.topic, partition_result=partitions))

@@ -7,7 +7,7 @@ Topic configs (resource type 2) accept SET (0), DELETE (1, back to the default),
 (3: remove them); APPEND or SUBTRACT on any other config is INVALID_CONFIG, as is an unknown operation. A key named
 twice in one resource is INVALID_REQUEST. Every change of a resource is validated through the topic config table
 before any applies (INVALID_CONFIG naming the key and the rule), and validate_only applies none. Broker configs
-(type 4) are static: INVALID_REQUEST, as is a null configs array; a null resources array gets an empty answer.
+(type 4) are static: INVALID_REQUEST.
 """
 
 from __future__ import annotations
@@ -61,8 +61,6 @@ def _changes(topic: Topic, configs: Any) -> tuple[int, str | None, dict[str, str
 async def _alter(ctx: RequestContext, resource: Any, validate_only: bool) -> tuple[int, str | None]:
     if resource.resource_type != TOPIC:
         return INVALID_REQUEST, f"resource type {resource.resource_type} cannot be altered in KafkaLite"
-    if resource.configs is None:
-        return INVALID_REQUEST, "configs must not be null"
     try:
         code, message, changes = _changes(ctx.broker.topic(resource.resource_name), resource.configs)
         if code:
@@ -76,7 +74,7 @@ async def _alter(ctx: RequestContext, resource: Any, validate_only: bool) -> tup
 async def answer_each(ctx: RequestContext, req: Any, alter: Alter) -> list[Any]:
     """One AlterConfigsResourceResponse per resource: AlterConfigs (key 33) answers in the same shape."""
     responses = []
-    for resource in req.resources or ():
+    for resource in req.resources:
         code, message = await alter(ctx, resource, req.validate_only)
         responses.append(
             ctx.build(

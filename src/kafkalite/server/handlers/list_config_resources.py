@@ -6,8 +6,7 @@ resource_types and each resource's type.
 As Kafka answers: v0 lists the client-metrics resources, of which KafkaLite has none. v1 lists the resources of the
 requested types, or of every supported type when none is named, in Kafka's order: groups with group configs (none:
 KafkaLite has no group configs), client metrics (none), this broker as a BROKER_LOGGER and as a BROKER, then every
-topic. A type Kafka does not support here fails the whole request with UNSUPPORTED_VERSION, as does a null
-resource_types array (which the schema does not allow).
+topic. A type Kafka does not support here fails the whole request with UNSUPPORTED_VERSION.
 """
 
 from __future__ import annotations
@@ -26,8 +25,8 @@ SUPPORTED_TYPES = (TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP)
 async def list_config_resources(ctx: RequestContext, req: Any) -> Any:
     if ctx.version == 0:
         return ctx.build("ListConfigResourcesResponse", throttle_time=0, error_code=0, config_resources=[])
-    types = set(req.resource_types or ()) or set(SUPPORTED_TYPES)
-    if req.resource_types is None or not types <= set(SUPPORTED_TYPES):
+    types = set(req.resource_types) or set(SUPPORTED_TYPES)
+    if not types <= set(SUPPORTED_TYPES):
         return ctx.build(
             "ListConfigResourcesResponse", throttle_time=0, error_code=UNSUPPORTED_VERSION, config_resources=[]
         )

@@ -5,7 +5,7 @@ group id is INVALID_GROUP_ID and an unknown group GROUP_ID_NOT_FOUND (at the top
 a "consumer" group is NON_EMPTY_GROUP; a consumer group keeps the offsets of the topics it subscribes to
 (GROUP_SUBSCRIBED_TO_TOPIC per partition) and loses the others. Partitions of unknown topics, or past a topic's
 partition count, get UNKNOWN_TOPIC_OR_PARTITION and reach no group, and are answered whatever the group's error,
-as Kafka answers them. A null topics array (which the schema does not allow) is INVALID_REQUEST.
+as Kafka answers them.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 from kafkalite.protocol.wire import ApiKey
 from kafkalite.server.dispatch import RequestContext, handles
-from kafkalite.server.handlers._common import INVALID_REQUEST, UNKNOWN_TOPIC_OR_PARTITION
+from kafkalite.server.handlers._common import UNKNOWN_TOPIC_OR_PARTITION
 
 INVALID_GROUP_ID = 24
 
@@ -23,13 +23,11 @@ INVALID_GROUP_ID = 24
 async def offset_delete(ctx: RequestContext, req: Any) -> Any:
     if not req.group_id:
         return ctx.build("OffsetDeleteResponse", error_code=INVALID_GROUP_ID, throttle_time=0, topics=[])
-    if req.topics is None:
-        return ctx.build("OffsetDeleteResponse", error_code=INVALID_REQUEST, throttle_time=0, topics=[])
     errors: dict[tuple[str, int], int] = {}
     known: list[tuple[str, int]] = []
     for topic in req.topics:
         count = len(ctx.broker.topics[topic.name].partitions) if topic.name in ctx.broker.topics else 0
-        for partition in topic.partitions or ():
+        for partition in topic.partitions:
             tp = (topic.name, partition.partition_index)
             if 0 <= tp[1] < count:
                 known.append(tp)

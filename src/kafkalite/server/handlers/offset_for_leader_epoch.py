@@ -8,8 +8,7 @@ since it was created, so every partition has one epoch, 0, that covers the whole
 UNKNOWN_TOPIC_OR_PARTITION; a current_leader_epoch other than -1 (no check) below ours gets FENCED_LEADER_EPOCH and
 above ours UNKNOWN_LEADER_EPOCH; epoch 0 ends at the log end offset; any other epoch is unknown: leader epoch -1 and
 end offset -1, with no error. The replica id (a follower's, or -1 for a consumer) changes nothing: with no
-authorizer Kafka answers a follower's request the same way. A null array (which the schema does not allow) is
-read as empty.
+authorizer Kafka answers a follower's request the same way.
 """
 
 from __future__ import annotations
@@ -44,9 +43,9 @@ def _end_offset(ctx: RequestContext, topic_name: str, partition: Any) -> tuple[i
 @handles(ApiKey.OFFSET_FOR_LEADER_EPOCH, versions=range(2, 5))
 async def offset_for_leader_epoch(ctx: RequestContext, req: Any) -> Any:
     topics = []
-    for topic in req.topics or ():
+    for topic in req.topics:
         partitions = []
-        for partition in topic.partitions or ():
+        for partition in topic.partitions:
             code, epoch, end_offset = _end_offset(ctx, topic.topic, partition)
             partitions.append(
                 ctx.build(
