@@ -168,6 +168,12 @@ def test_describe_broker_lists_every_setting_with_its_source() -> None:
     assert entries["log.dirs"].value is None  # in memory
     assert all(e.read_only for e in entries.values())
     assert entries["log.retention.ms"].type == ConfigType.LONG
+    assert [(s.value, s.source) for s in entries["num.partitions"].synonyms] == [
+        ("3", ConfigSource.STATIC_BROKER_CONFIG),
+        ("1", ConfigSource.DEFAULT_CONFIG),
+    ]
+    assert [(s.value, s.source) for s in entries["node.id"].synonyms] == [("0", ConfigSource.DEFAULT_CONFIG)]
+    assert entries["advertised.listeners"].synonyms == ()  # no default, not set
 
 
 def test_every_broker_default_parses_and_every_mapped_field_round_trips() -> None:

@@ -3,6 +3,7 @@ with every byte consumed (the `raw` client checks that), for good input and bad.
 
 from __future__ import annotations
 
+import logging
 import struct
 import time
 from pathlib import Path
@@ -442,8 +443,45 @@ async def test_describe_configs_of_the_broker(raw: Any, server: KafkaServer, ver
     if version >= 3:
         assert (configs["node.id"].config_type, configs["auto.create.topics.enable"].config_type) == (3, 1)
     assert (defaults.error_code, defaults.configs) == (0, ())
-    assert [(r.error_code, r.configs) for r in (other, word, loggers)] == [(INVALID_REQUEST, ())] * 3
+    assert [(r.error_code, r.configs) for r in (other, word)] == [(INVALID_REQUEST, ())] * 2
+    assert other.error_message == "Unexpected broker id, expected 0 or empty string, but received 7"
     assert topic.error_code == UNKNOWN_TOPIC_OR_PARTITION
+    levels = {c.name: (c.value, c.config_source) for c in loggers.configs}
+    assert levels["root"][1] == 6  # DYNAMIC_BROKER_LOGGER_CONFIG
+    assert "kafkalite.server" in levels
+    assert levels["kafkalite.server"][0] in {"DEBUG", "INFO", "WARN", "ERROR", "FATAL"}
+
+
+async def test_the_broker_loggers_levels_are_altered_by_kafkas_rules(raw: Any) -> None:
+    async def alter(name: str, *ops: tuple[str, int, str | None]) -> tuple[int, str | None]:
+        configs = [raw.nested(44, 1, "AlterableConfig", name=n, config_operation=op, value=v) for n, op, v in ops]
+        resources = [raw.nested(44, 1, "AlterConfigsResource", resource_type=8, resource_name=name, configs=configs)]
+        response = await raw.request(44, 1, resources=resources, validate_only=False)
+        return response.responses[0].error_code, response.responses[0].error_message
+
+    server_logger = logging.getLogger("kafkalite.server")
+    before = server_logger.level
+    try:
+        assert await alter("0", ("kafkalite.server", 0, "debug")) == (0, None)
+        assert server_logger.level == logging.DEBUG
+        assert await alter("0", ("kafkalite.server", 1, None)) == (0, None)
+        assert server_logger.level == logging.NOTSET
+        assert (await alter("0", ("kafkalite.server", 0, "LOUD")))[0] == INVALID_CONFIG
+        assert await alter("0", ("no.such.logger", 0, "INFO")) == (
+            INVALID_CONFIG,
+            "Logger no.such.logger does not exist!",
+        )
+        assert (await alter("0", ("root", 1, None)))[0] == INVALID_REQUEST
+        assert (await alter("0", ("kafkalite.server", 2, "INFO")))[0] == INVALID_REQUEST
+        assert await alter("", ("kafkalite.server", 0, "INFO")) == (INVALID_REQUEST, "Broker id must not be empty")
+        assert server_logger.level == logging.NOTSET  # nothing refused was applied
+    finally:
+        server_logger.setLevel(before)
+    broker_change = [raw.nested(44, 1, "AlterableConfig", name="num.partitions", config_operation=0, value="3")]
+    resources = [raw.nested(44, 1, "AlterConfigsResource", resource_type=4, resource_name="0", configs=broker_change)]
+    refused = (await raw.request(44, 1, resources=resources, validate_only=False)).responses[0]
+    assert refused.error_code == INVALID_REQUEST
+    assert refused.error_message.startswith("Cannot update these configs dynamically: num.partitions")
 
 
 @pytest.mark.parametrize("codec", ["uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"])

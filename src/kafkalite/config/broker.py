@@ -11,8 +11,8 @@ value lives:
 
 Adding a setting is one row here. `load_properties` maps `server.properties`-style `key=value` strings onto a
 `BrokerConfig` through the table (the server's own settings come back apart for the server layer); `describe_broker`
-answers DescribeConfigs for the BROKER resource from the same table. Broker settings are static: set at start,
-described as read-only.
+answers DescribeConfigs for the BROKER resource from the same table, with Kafka's synonyms (the value set at start,
+then the default). Broker settings are static: set at start, described as read-only.
 """
 
 from __future__ import annotations
@@ -265,14 +265,21 @@ def _broker_entries(config: BrokerConfig, server: Mapping[str, str]) -> Iterator
         else:
             configured = setting.name in server
             value = server[setting.name] if configured else setting.default
-        source = ConfigSource.STATIC_BROKER_CONFIG if configured else ConfigSource.DEFAULT_CONFIG
+        hidden = setting.sensitive
+        synonyms = [ConfigSynonym(setting.name, None if hidden else value, ConfigSource.STATIC_BROKER_CONFIG)]
+        if not configured:
+            synonyms.clear()
+        if setting.default is not None:
+            synonyms.append(
+                ConfigSynonym(setting.name, None if hidden else setting.default, ConfigSource.DEFAULT_CONFIG)
+            )
         yield ConfigEntry(
             setting.name,
-            None if setting.sensitive else value,
-            source=source,
+            None if hidden else value,
+            source=synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG,
             type=setting.type,
             doc=setting.documentation,
             read_only=setting.read_only,
-            is_sensitive=setting.sensitive,
-            synonyms=(ConfigSynonym(setting.name, None if setting.sensitive else value, source),),
+            is_sensitive=hidden,
+            synonyms=tuple(synonyms),
         )

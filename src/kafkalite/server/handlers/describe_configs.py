@@ -7,24 +7,31 @@ Answers come from the settings tables of `kafkalite.config`, as a single-broker 
 - TOPIC (2): every topic config Kafka defines, or the requested keys (unknown keys are left out, as Kafka leaves
   them out), with its value, source (DYNAMIC_TOPIC_CONFIG when set on the topic, STATIC_BROKER_CONFIG when the
   broker's default was set, else DEFAULT_CONFIG), type and documentation; synonyms, when asked for, run from the
-  topic's own value through the broker setting that gives its default. Unknown topic: UNKNOWN_TOPIC_OR_PARTITION.
+  topic's own value through the broker setting that gives its default. Unknown topic: UNKNOWN_TOPIC_OR_PARTITION;
+  an illegal topic name: INVALID_TOPIC_EXCEPTION.
 - BROKER (4), named by this node's id: every broker setting (`listeners`, `advertised.listeners`, `log.dirs`, ...),
   all static, so read-only. An empty name asks for the cluster's dynamic defaults: there are none. Another id or a
   name that is not a number: INVALID_REQUEST, as Kafka answers.
+- BROKER_LOGGER (8), named by this node's id: the broker's loggers and their levels (`_broker_loggers`), source
+  DYNAMIC_BROKER_LOGGER_CONFIG; an empty name or another id: INVALID_REQUEST.
 - Any other resource type: INVALID_REQUEST.
+A null or empty list of configuration keys asks for every config, as in Kafka.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from kafkalite.config import ConfigEntry, describe_broker
+from kafkalite.broker.topic import validate_topic_name
+from kafkalite.config import ConfigEntry, ConfigSource, ConfigType, describe_broker
 from kafkalite.protocol.wire import ApiKey
 from kafkalite.server.dispatch import RequestContext, handles
+from kafkalite.server.handlers._broker_loggers import loggers
 from kafkalite.server.handlers._common import INVALID_REQUEST, error_code, error_message
 
 TOPIC = 2
 BROKER = 4
+BROKER_LOGGER = 8
 
 
 def _entry(ctx: RequestContext, entry: ConfigEntry, synonyms: bool, documentation: bool) -> Any:
@@ -41,37 +48,52 @@ def _entry(ctx: RequestContext, entry: ConfigEntry, synonyms: bool, documentatio
         if synonyms
         else [],
         config_type=entry.type,
-        documentation=entry.doc if documentation else None,
+        documentation=entry.doc if documentation and entry.doc else None,
     )
 
 
-def _broker_entries(ctx: RequestContext, name: str) -> tuple[int, str | None, list[ConfigEntry]]:
+def broker_name_error(ctx: RequestContext, name: str, *, empty_allowed: bool) -> str | None:
+    """Kafka's check of a BROKER or BROKER_LOGGER resource name: this node's id (or, where allowed, empty)."""
+    if name == "":
+        return None if empty_allowed else "Broker id must not be empty"
+    if not name.lstrip("-").isdigit():
+        return f"Broker id must be an integer, but it is: {name}"
+    if int(name) != ctx.server.node_id:
+        expected = f"{ctx.server.node_id} or empty string" if empty_allowed else str(ctx.server.node_id)
+        return f"Unexpected broker id, expected {expected}, but received {name}"
+    return None
+
+
+def _logger_entries() -> list[ConfigEntry]:
+    source = ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG
+    return [ConfigEntry(name, level, source=source, type=ConfigType.STRING, doc="") for name, level in loggers()]
+
+
+def _entries(ctx: RequestContext, kind: int, name: str) -> tuple[int, str | None, list[ConfigEntry]]:
+    if kind == TOPIC:
+        try:
+            validate_topic_name(name, internal=True)
+            return 0, None, ctx.broker.topic(name).config.describe()
+        except Exception as e:
+            return error_code(e), error_message(e), []
+    if kind not in (BROKER, BROKER_LOGGER):
+        return INVALID_REQUEST, f"Unsupported resource type: {kind}", []
+    refusal = broker_name_error(ctx, name, empty_allowed=kind == BROKER)
+    if refusal is not None:
+        return INVALID_REQUEST, refusal, []
+    if kind == BROKER_LOGGER:
+        return 0, None, _logger_entries()
     if name == "":
         return 0, None, []  # the cluster-wide dynamic defaults: KafkaLite's broker settings are all static
-    if not name.lstrip("-").isdigit():
-        return INVALID_REQUEST, f"Broker id must be an integer, but it is: {name}", []
-    if int(name) != ctx.server.node_id:
-        return INVALID_REQUEST, f"Unexpected broker id, expected {ctx.server.node_id} or empty string, but {name}", []
     return 0, None, describe_broker(ctx.broker.config, ctx.server.settings)
 
 
 def _describe(ctx: RequestContext, resource: Any, req: Any) -> tuple[int, str | None, list[Any]]:
-    if resource.resource_type == BROKER:
-        code, message, entries = _broker_entries(ctx, resource.resource_name)
-    elif resource.resource_type == TOPIC:
-        try:
-            entries = ctx.broker.topic(resource.resource_name).config.describe()
-        except Exception as e:
-            return error_code(e), error_message(e), []
-        code, message = 0, None
-    else:
-        return INVALID_REQUEST, f"Unsupported resource type: {resource.resource_type}", []
+    code, message, entries = _entries(ctx, resource.resource_type, resource.resource_name)
     keys = resource.configuration_keys
     documentation = getattr(req, "include_documentation", False)
     configs = [
-        _entry(ctx, entry, req.include_synonyms, documentation)
-        for entry in entries
-        if keys is None or entry.name in keys
+        _entry(ctx, entry, req.include_synonyms, documentation) for entry in entries if not keys or entry.name in keys
     ]
     return code, message, configs
 

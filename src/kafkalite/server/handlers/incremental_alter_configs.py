@@ -7,7 +7,8 @@ Topic configs (resource type 2) accept SET (0), DELETE (1, back to the default),
 (3: remove them); APPEND or SUBTRACT on any other config is INVALID_CONFIG, as is an unknown operation. A key named
 twice in one resource is INVALID_REQUEST. Every change of a resource is validated through the topic config table
 before any applies (INVALID_CONFIG naming the key and the rule), and validate_only applies none. Broker configs
-(type 4) are static: INVALID_REQUEST.
+(type 4) are static: INVALID_REQUEST ("Cannot update these configs dynamically"). The broker's loggers (type 8, named
+by this node's id) take SET and DELETE of a level, by Kafka's rules (`_broker_loggers`).
 """
 
 from __future__ import annotations
@@ -19,9 +20,13 @@ from kafkalite.broker import Topic
 from kafkalite.config import TOPIC_SETTINGS, ConfigType
 from kafkalite.protocol.wire import ApiKey
 from kafkalite.server.dispatch import RequestContext, handles
+from kafkalite.server.handlers._broker_loggers import apply_changes, check_changes
 from kafkalite.server.handlers._common import INVALID_REQUEST, error_code, error_message
+from kafkalite.server.handlers.describe_configs import broker_name_error
 
 TOPIC = 2
+BROKER = 4
+BROKER_LOGGER = 8
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 INVALID_CONFIG = 40
 
@@ -58,9 +63,27 @@ def _changes(topic: Topic, configs: Any) -> tuple[int, str | None, dict[str, str
     return 0, None, changes
 
 
+def _alter_loggers(ctx: RequestContext, resource: Any, validate_only: bool) -> tuple[int, str | None]:
+    refusal = broker_name_error(ctx, resource.resource_name, empty_allowed=False)
+    if refusal is not None:
+        return INVALID_REQUEST, refusal
+    code, message = check_changes(resource.configs)
+    if code == 0 and not validate_only:
+        apply_changes(resource.configs)
+    return code, message
+
+
 async def _alter(ctx: RequestContext, resource: Any, validate_only: bool) -> tuple[int, str | None]:
+    if resource.resource_type == BROKER_LOGGER:
+        return _alter_loggers(ctx, resource, validate_only)
+    if resource.resource_type == BROKER:
+        names = ", ".join(config.name for config in resource.configs)
+        return (
+            INVALID_REQUEST,
+            f"Cannot update these configs dynamically: {names} (KafkaLite's broker configs are static)",
+        )
     if resource.resource_type != TOPIC:
-        return INVALID_REQUEST, f"resource type {resource.resource_type} cannot be altered in KafkaLite"
+        return INVALID_REQUEST, f"Unsupported resource type: {resource.resource_type}"
     try:
         code, message, changes = _changes(ctx.broker.topic(resource.resource_name), resource.configs)
         if code:
