@@ -115,19 +115,18 @@ def test_describe_gives_sources_and_synonyms_from_topic_to_broker_to_default() -
 
 
 def test_load_properties_maps_kafka_names_onto_the_broker_config(tmp_path: Path) -> None:
-    config, server = load_properties(
-        {
-            "node.id": "3",
-            "log.dirs": str(tmp_path),
-            "num.partitions": "4",
-            "auto.create.topics.enable": "false",
-            "log.retention.check.interval.ms": "1500",
-            "kafkalite.fsync": "never",
-            "log.retention.ms": "60000",
-            "message.max.bytes": "2000000",
-            "listeners": "PLAINTEXT://0.0.0.0:9092",
-        }
-    )
+    properties = {
+        "node.id": "3",
+        "log.dirs": str(tmp_path),
+        "num.partitions": "4",
+        "auto.create.topics.enable": "false",
+        "log.retention.check.interval.ms": "1500",
+        "kafkalite.fsync": "never",
+        "log.retention.ms": "60000",
+        "message.max.bytes": "2000000",
+        "listeners": "PLAINTEXT://0.0.0.0:9092",
+    }
+    config, server = load_properties(properties)
     assert config == BrokerConfig(
         data_dir=tmp_path,
         node_id=3,
@@ -136,8 +135,67 @@ def test_load_properties_maps_kafka_names_onto_the_broker_config(tmp_path: Path)
         default_partitions=4,
         retention_check_interval_s=1.5,
         topic_defaults={"retention.ms": "60000", "max.message.bytes": "2000000"},
+        static_settings=properties,
     )
     assert server == {"listeners": "PLAINTEXT://0.0.0.0:9092"}
+
+
+# Apache Kafka 4.0's config/server.properties (KRaft, combined mode), its settings as shipped.
+STOCK_SERVER_PROPERTIES = """
+process.roles=broker,controller
+node.id=1
+controller.quorum.bootstrap.servers=localhost:9093
+listeners=PLAINTEXT://:9092,CONTROLLER://:9093
+inter.broker.listener.name=PLAINTEXT
+advertised.listeners=PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT
+num.network.threads=3
+num.io.threads=8
+socket.send.buffer.bytes=102400
+socket.receive.buffer.bytes=102400
+socket.request.max.bytes=104857600
+log.dirs=/tmp/kraft-combined-logs
+num.partitions=1
+num.recovery.threads.per.data.dir=1
+offsets.topic.replication.factor=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+log.retention.hours=168
+log.segment.bytes=1073741824
+log.retention.check.interval.ms=300000
+"""
+
+
+def test_a_stock_kafka_server_properties_loads_unchanged() -> None:
+    lines = [line for line in STOCK_SERVER_PROPERTIES.strip().splitlines() if line]
+    properties = dict(line.split("=", 1) for line in lines)
+    config, server = load_properties(properties)
+    assert (config.node_id, config.data_dir, config.default_partitions) == (1, Path("/tmp/kraft-combined-logs"), 1)
+    assert config.topic_defaults == {"retention.ms": str(168 * 3_600_000), "segment.bytes": "1073741824"}
+    assert set(server) == {"listeners", "advertised.listeners", "listener.security.protocol.map",
+                           "socket.request.max.bytes"}  # fmt: skip
+    described = {e.name: e for e in describe_broker(config, server)}
+    assert (described["log.retention.hours"].value, described["log.retention.hours"].source) == ("168", 4)
+    assert described["num.io.threads"].source == ConfigSource.STATIC_BROKER_CONFIG
+    assert "no effect" in described["num.io.threads"].doc
+    assert described["log.retention.minutes"].value is None
+
+
+def test_synonyms_follow_kafkas_precedence_whatever_the_order() -> None:
+    for ordered in (
+        {"log.retention.hours": "1", "log.retention.minutes": "2", "log.retention.ms": "3000"},
+        {"log.retention.ms": "3000", "log.retention.minutes": "2", "log.retention.hours": "1"},
+    ):
+        config, _ = load_properties(ordered)
+        assert config.topic_defaults["retention.ms"] == "3000"
+    config, _ = load_properties({"log.retention.hours": "1", "log.retention.minutes": "2"})
+    assert config.topic_defaults["retention.ms"] == "120000"
+    config, _ = load_properties({"node.id": "4", "broker.id": "5", "log.dir": "/b", "log.dirs": "/a"})
+    assert (config.node_id, config.data_dir) == (4, Path("/a"))
+    assert TopicConfig({}, config.topic_defaults).get("retention.ms") == "604800000"
 
 
 @pytest.mark.parametrize(

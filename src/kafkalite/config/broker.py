@@ -6,13 +6,21 @@ value lives:
   between the Kafka value and the field (`log.retention.check.interval.ms` is milliseconds, the field seconds);
 - `topic_config`: the topic config it is the cluster-wide default of (`log.retention.ms` → `retention.ms`), stored in
   `BrokerConfig.topic_defaults` under the topic config's name;
-- neither: a setting of the running server (`listeners`, `advertised.listeners`), which the server layer supplies
-  when the broker is described, or a fixed fact of KafkaLite (`process.roles`).
+- `server`: a setting of the running server (`listeners`, `advertised.listeners`), which the server layer applies
+  and supplies when the broker is described;
+- none of these: a key Kafka needs for a cluster and a single broker has no use for (replication factors, thread
+  counts, quorum voters), accepted so that a stock `server.properties` starts unchanged, and reported as set.
+
+Kafka's synonyms in other units are rows too: `log.retention.hours` and `log.retention.minutes` set the default of
+`retention.ms` (`to_topic` converts), and where several keys set one value the lowest `precedence` wins whatever the
+order of the lines (`log.retention.ms` over `.minutes` over `.hours`; `log.dirs` over `log.dir`; `node.id` over
+`broker.id`), as in Kafka.
 
 Adding a setting is one row here. `load_properties` maps `server.properties`-style `key=value` strings onto a
-`BrokerConfig` through the table (the server's own settings come back apart for the server layer); `describe_broker`
-answers DescribeConfigs for the BROKER resource from the same table, with Kafka's synonyms (the value set at start,
-then the default). Broker settings are static: set at start, described as read-only.
+`BrokerConfig` through the table, keeping the strings as given in `static_settings` (the server's own settings come
+back apart for the server layer); `describe_broker` answers DescribeConfigs for the BROKER resource from the same
+table: a key set at start is STATIC_BROKER_CONFIG with the value as given, with Kafka's synonyms (that value, then
+the default). Broker settings are static: set at start, described as read-only.
 """
 
 from __future__ import annotations
@@ -48,6 +56,7 @@ class BrokerConfig:
     group_initial_rebalance_delay_ms: int = 0
     max_request_partition_size_limit: int = 2000  # DescribeTopicPartitions' cap on partitions per answer
     topic_defaults: Mapping[str, str] = field(default_factory=dict)  # broker-wide overrides of topic config defaults
+    static_settings: Mapping[str, str] = field(default_factory=dict)  # key=value as loaded (server.properties)
 
 
 def _same(value: Any) -> Any:
@@ -69,6 +78,9 @@ class BrokerKey:
     to_field: Callable[[Any], Any] = _same
     from_field: Callable[[Any], str | None] = _kafka_string
     topic_config: str | None = None
+    to_topic: Callable[[Any], str] | None = None  # a synonym in other units: its parsed value → the topic config's
+    server: bool = False
+    precedence: int = 0  # among keys setting the same value, the lowest wins
 
     @property
     def name(self) -> str:
@@ -87,6 +99,7 @@ def _path_or_none(value: Any) -> str | None:
 _DOUBLE_MAX = "1.7976931348623157E308"  # Kafka's Double.MAX_VALUE: no limit
 _DEDUPE_ENTRY_BYTES = 24  # one entry of Kafka's cleaner offset map: a 16-byte key hash and an 8-byte offset
 _B, _S, _I, _L, _LIST = ConfigType.BOOLEAN, ConfigType.STRING, ConfigType.INT, ConfigType.LONG, ConfigType.LIST
+_SHORT = ConfigType.SHORT
 
 _OWN_SETTINGS = [
     BrokerKey(
@@ -187,14 +200,84 @@ _OWN_SETTINGS = [
     BrokerKey(
         Setting("listeners", _S, None, "The addresses the broker listens on, as listener://host:port.",
                 read_only=True),
+        server=True,
     ),
     BrokerKey(
         Setting("advertised.listeners", _S, None,
                 "The addresses clients are told to connect to (Metadata, FindCoordinator).", read_only=True),
+        server=True,
+    ),
+    BrokerKey(
+        Setting("listener.security.protocol.map", _S,
+                "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+                "The security protocol of each listener name.", read_only=True),
+        server=True,
     ),
     BrokerKey(
         Setting("socket.request.max.bytes", _I, "104857600", "The largest request frame the broker reads.",
                 at_least(1), read_only=True),
+        server=True,
+    ),
+    BrokerKey(
+        Setting("broker.id", _I, None, "The id of this broker; node.id wins when both are set.", at_least(0),
+                read_only=True),
+        "node_id", precedence=1,
+    ),
+    BrokerKey(
+        Setting("log.dir", _S, None, "The log directory when log.dirs is not set.", _one_directory, read_only=True),
+        "data_dir", to_field=lambda text: Path(text.strip()), from_field=_path_or_none, precedence=1,
+    ),
+    BrokerKey(
+        Setting("log.retention.minutes", _I, None, "The default retention in minutes; log.retention.ms wins.",
+                read_only=True),
+        topic_config="retention.ms", to_topic=lambda minutes: str(minutes * 60_000), precedence=1,
+    ),
+    BrokerKey(
+        Setting("log.retention.hours", _I, "168", "The default retention in hours; the .ms and .minutes keys win.",
+                read_only=True),
+        topic_config="retention.ms", to_topic=lambda hours: str(hours * 3_600_000), precedence=2,
+    ),
+    BrokerKey(
+        Setting("log.roll.hours", _I, "168", "The default age at which a segment rolls, in hours; log.roll.ms wins.",
+                at_least(1), read_only=True),
+        topic_config="segment.ms", to_topic=lambda hours: str(hours * 3_600_000), precedence=1,
+    ),
+    BrokerKey(
+        Setting("log.roll.jitter.hours", _I, "0", "The default segment jitter in hours; log.roll.jitter.ms wins.",
+                at_least(0), read_only=True, honoured=False),
+        topic_config="segment.jitter.ms", to_topic=lambda hours: str(hours * 3_600_000), precedence=1,
+    ),
+    *(
+        BrokerKey(Setting(name, kind, default, doc, at_least(minimum), read_only=True, honoured=False))
+        for name, kind, default, doc, minimum in (
+            ("default.replication.factor", _I, "1", "The replication factor of an auto-created topic.", 1),
+            ("offsets.topic.replication.factor", _SHORT, "1", "The replication factor of the offsets topic.", 1),
+            ("transaction.state.log.replication.factor", _SHORT, "1",
+             "The replication factor of the transaction state topic.", 1),
+            ("transaction.state.log.min.isr", _I, "1", "min.insync.replicas of the transaction state topic.", 1),
+            ("share.coordinator.state.topic.replication.factor", _SHORT, "1",
+             "The replication factor of the share-group state topic.", 1),
+            ("share.coordinator.state.topic.min.isr", _SHORT, "1",
+             "min.insync.replicas of the share-group state topic.", 1),
+            ("num.network.threads", _I, "3", "Threads receiving requests and sending answers.", 1),
+            ("num.io.threads", _I, "8", "Threads processing requests.", 1),
+            ("num.recovery.threads.per.data.dir", _I, "2", "Threads recovering logs at start-up, per directory.", 1),
+            ("num.replica.fetchers", _I, "1", "Threads fetching from leaders, per source broker.", 1),
+            ("socket.send.buffer.bytes", _I, "102400", "SO_SNDBUF of the server's sockets (-1: OS default).", -1),
+            ("socket.receive.buffer.bytes", _I, "102400", "SO_RCVBUF of the server's sockets (-1: OS default).", -1),
+        )
+    ),
+    *(
+        BrokerKey(Setting(name, kind, default, doc, read_only=True, honoured=False))
+        for name, kind, default, doc in (
+            ("controller.quorum.voters", _LIST, "", "The controller quorum's voters, id@host:port."),
+            ("controller.quorum.bootstrap.servers", _LIST, "", "Where to find the controller quorum."),
+            ("controller.listener.names", _S, None, "The listeners the controllers use."),
+            ("inter.broker.listener.name", _S, None, "The listener brokers use to talk to each other."),
+            ("broker.rack", _S, None, "The rack of this broker, for rack-aware replica placement."),
+            ("auto.leader.rebalance.enable", _B, "true", "Move leadership back to preferred replicas."),
+            ("delete.topic.enable", _B, "true", "Allow DeleteTopics."),
+        )
     ),
 ]  # fmt: skip
 
@@ -235,17 +318,25 @@ def load_properties(
     changes: dict[str, Any] = {}
     topic_defaults = dict(config.topic_defaults)
     server: dict[str, str] = {}
+    set_by: dict[str, int] = {}  # target (field or topic config) → precedence of the key that set it
     for name, text in properties.items():
         key = broker_setting(name)
         value = key.setting.parse(text)
+        target = key.field or key.topic_config
+        if target is not None and set_by.get(target, key.precedence) < key.precedence:
+            continue  # a key of higher precedence already set this value
         if key.field is not None:
             changes[key.field] = key.to_field(value)
         elif key.topic_config is not None:
-            validate_config(key.topic_config, text)
-            topic_defaults[key.topic_config] = text.strip()
-        else:
+            topic_value = key.to_topic(value) if key.to_topic is not None else text.strip()
+            validate_config(key.topic_config, topic_value)
+            topic_defaults[key.topic_config] = topic_value
+        elif key.server:
             server[name] = text
-    return replace(config, **changes, topic_defaults=topic_defaults), server
+        if target is not None:
+            set_by[target] = key.precedence
+    static = {**config.static_settings, **{name: text.strip() for name, text in properties.items()}}
+    return replace(config, **changes, topic_defaults=topic_defaults, static_settings=static), server
 
 
 def describe_broker(config: BrokerConfig, server: Mapping[str, str]) -> list[ConfigEntry]:
@@ -256,9 +347,14 @@ def describe_broker(config: BrokerConfig, server: Mapping[str, str]) -> list[Con
 def _broker_entries(config: BrokerConfig, server: Mapping[str, str]) -> Iterator[ConfigEntry]:
     for key in BROKER_SETTINGS.values():
         setting = key.setting
-        if key.field is not None:
+        if setting.name in config.static_settings:
+            value: str | None = config.static_settings[setting.name]
+            configured = True
+        elif key.field is not None and key.precedence == 0:
             value = key.from_field(getattr(config, key.field))
             configured = value != setting.default
+        elif key.to_topic is not None or key.field is not None:  # a synonym not set: its own default
+            value, configured = setting.default, False
         elif key.topic_config is not None:
             configured = key.topic_config in config.topic_defaults
             value = config.topic_defaults[key.topic_config] if configured else setting.default
