@@ -59,7 +59,7 @@ def test_compression_type_accepts_kafkas_codecs(codec: str) -> None:
     validate_config("compression.type", codec)
 
 
-@pytest.mark.parametrize("policy", ["delete", "compact", "compact,delete", "delete, compact"])
+@pytest.mark.parametrize("policy", ["delete", "compact", "compact,delete", "delete, compact", ""])
 def test_cleanup_policy_accepts_compact_delete_and_both(policy: str) -> None:
     validate_config("cleanup.policy", policy)
 
@@ -69,7 +69,7 @@ def test_cleanup_policy_accepts_compact_delete_and_both(policy: str) -> None:
     [
         ("compression.type", "gzipp", "compression.type: String must be one of: uncompressed, zstd"),
         ("cleanup.policy", "compact,remove", "cleanup.policy: Invalid value remove"),
-        ("cleanup.policy", "", "cleanup.policy: Empty list"),
+        ("cleanup.policy", "delete,delete", "cleanup.policy: Duplicate items"),
         ("retention.ms", "soon", "retention.ms: Not a number of type LONG"),
         ("retention.ms", "-2", "retention.ms: Value must be at least -1"),
         ("segment.bytes", str(2**31), "segment.bytes: Not a number of type INT"),
@@ -85,6 +85,13 @@ def test_cleanup_policy_accepts_compact_delete_and_both(policy: str) -> None:
 def test_bad_values_name_the_key_and_the_rule(name: str, value: str, message: str) -> None:
     with pytest.raises(InvalidConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
         validate_config(name, value)
+
+
+def test_cleanup_policy_parts() -> None:
+    assert TopicConfig({"cleanup.policy": "compact, delete"}).cleanup_policy == {"compact", "delete"}
+    assert TopicConfig({"cleanup.policy": "compact"}).compacted
+    assert not TopicConfig({"cleanup.policy": ""}).compacted
+    assert not TopicConfig().compacted
 
 
 def test_compaction_lags_are_checked_together() -> None:

@@ -538,8 +538,10 @@ async def test_incremental_alter_configs_appends_and_subtracts_list_configs(
     assert (code, message) == (INVALID_CONFIG, "Config value append is not allowed for config key: retention.ms")
     code, message = await alter(("retention.ms", 0, "5"), ("retention.ms", 1, None))
     assert code == INVALID_REQUEST
-    code, message = await alter(("cleanup.policy", 3, "compact"))  # would leave an empty list
+    code, message = await alter(("cleanup.policy", 2, "shred"))
     assert code == INVALID_CONFIG
     assert message is not None
     assert "cleanup.policy" in message
     assert broker.topic("lists").config.get("cleanup.policy") == "compact"
+    assert await alter(("cleanup.policy", 3, "compact")) == (0, None)  # neither: Kafka's list allows it empty
+    assert broker.topic("lists").config.get("cleanup.policy") == ""

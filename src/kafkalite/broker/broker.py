@@ -303,7 +303,7 @@ class Broker:
         async with self._admin_lock:
             topic = self.topic(name)
             try:
-                topic.config.validated(changes)
+                topic.config.check_changes(changes)
             except InvalidConfigError as exc:
                 logger.warning("Refused to alter the configs of topic=%s: %s", name, exc)
                 raise

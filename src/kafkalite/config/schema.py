@@ -116,13 +116,15 @@ def one_of(*choices: str) -> Validator:
     return check
 
 
-def list_of(*choices: str, allow_empty: bool = False) -> Validator:
+def list_of(*choices: str) -> Validator:
+    """Items among `choices`, each at most once; an empty list passes, as Kafka's `ValidList` lets it."""
+
     def check(value: Any) -> None:
-        if not value and not allow_empty:
-            raise ValueError(f"Empty list; items must be among: {', '.join(choices)}")
         for item in value:
             if item not in choices:
                 raise ValueError(f"Invalid value {item}; items must be among: {', '.join(choices)}")
+        if len(set(value)) != len(value):
+            raise ValueError(f"Duplicate items; items must be among: {', '.join(choices)}")
 
     return check
 

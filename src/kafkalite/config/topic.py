@@ -56,7 +56,7 @@ TOPIC_SETTINGS: dict[str, Setting] = table(
         Setting(
             "cleanup.policy", LIST, "delete",
             "The retention policy of old log segments: \"delete\" discards them by time or size, \"compact\" keeps "
-            "the latest value of each key (log compaction); both may be given.",
+            "the latest value of each key (log compaction); both may be given, or neither (segments are kept).",
             list_of("compact", "delete"),
         ),
         Setting(
@@ -231,19 +231,25 @@ class TopicConfig:
         self._overrides: dict[str, str] = {}
         self.update(overrides or {})
 
-    def validated(self, changes: Mapping[str, str | None]) -> None:
-        """Raise `InvalidConfigError` unless every change (None: back to the default) may be applied together."""
+    @staticmethod
+    def validated(changes: Mapping[str, str | None]) -> None:
+        """Raise `InvalidConfigError` unless every key is known and every value (None: back to the default) keeps its
+        rule. The rules across keys need the topic's other values: `check_changes` applies them too."""
         for name, value in changes.items():
             if value is None:
                 topic_setting(name)
             else:
                 validate_config(name, value)
+
+    def check_changes(self, changes: Mapping[str, str | None]) -> None:
+        """Raise `InvalidConfigError` unless every change may be applied to this topic, the changes together."""
+        self.validated(changes)
         after = {**self._overrides, **changes}
         _check_combination({name: self._effective(name, after) for name in TOPIC_SETTINGS})
 
     def update(self, changes: Mapping[str, str | None]) -> None:
         """Set (or, with None, reset to default) each key; all are validated before any is applied."""
-        self.validated(changes)
+        self.check_changes(changes)
         for name, value in changes.items():
             if value is None:
                 self._overrides.pop(name, None)
