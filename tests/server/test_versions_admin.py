@@ -140,6 +140,26 @@ async def test_describe_topic_partitions_pages_with_its_cursor(raw: Any, broker:
     assert pages == 3
 
 
+@pytest.mark.parametrize("limit", [1, 2, 3, 5, 8, 100])
+async def test_describe_topic_partitions_pages_cover_every_partition_once(raw: Any, broker: Broker, limit: int) -> None:
+    counts = {"pg-a": 3, "pg-b": 1, "pg-c": 5}
+    for name, count in counts.items():
+        await broker.create_topic(name, count)
+    everything = [(name, i) for name in sorted(counts) for i in range(counts[name])]
+    for asked in (list(counts), []):
+        seen: list[tuple[str, int]] = []
+        cursor = None
+        for _ in range(len(everything) + 2):
+            response = await _describe_partitions(raw, asked, limit, cursor)
+            page = [(t.name, p.partition_index) for t in response.topics for p in t.partitions]
+            assert len(page) <= limit
+            seen += [tp for tp in page if tp[0] in counts]
+            if response.next_cursor is None:
+                break
+            cursor = _cursor(raw, response.next_cursor.topic_name, response.next_cursor.partition_index)
+        assert seen == everything
+
+
 async def test_describe_topic_partitions_of_every_topic_and_bad_cursors(raw: Any, broker: Broker) -> None:
     await broker.create_topic("every", 2)
     response = await _describe_partitions(raw, [], 2000)
