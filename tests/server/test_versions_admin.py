@@ -13,6 +13,7 @@ import pytest
 
 from conftest import RawClient
 from kafkalite.broker import Broker
+from kafkalite.groups.consumer_protocol import Subscription, encode_subscription
 from kafkalite.protocol.records import RecordToWrite, build_batch
 from kafkalite.protocol.wire import ApiKey
 from kafkalite.server import KafkaServer, serve
@@ -329,6 +330,30 @@ async def test_offset_delete_of_an_empty_group(raw: Any, broker: Broker) -> None
     ]
     empty_id = await _offset_delete(raw, "", {"od": [0]})
     assert (empty_id.error_code, empty_id.topics) == (INVALID_GROUP_ID, ())
+
+
+async def test_offset_delete_of_a_group_with_members(raw: Any, broker: Broker) -> None:
+    """Members of a non-"consumer" group: NON_EMPTY_GROUP. A consumer group keeps what it subscribes to."""
+    await broker.create_topic("odm", 1)
+    await broker.create_topic("odm-free", 1)
+
+    async def join(group: str, protocol_type: str, metadata: bytes) -> None:
+        protocol = raw.nested(11, 3, "JoinGroupRequestProtocol", name="range", metadata=metadata)
+        response = await raw.request(
+            11, 3, group_id=group, session_timeout=30000, rebalance_timeout=30000, member_id="",
+            protocol_type=protocol_type, protocols=[protocol],
+        )  # fmt: skip
+        assert response.error_code == 0
+        await broker.groups.offsets.commit_many(group, [("odm", 0, 1, "", -1), ("odm-free", 0, 1, "", -1)])
+
+    await join("connectors", "connect", b"anything")
+    refused = await _offset_delete(raw, "connectors", {"odm": [0]})
+    assert (refused.error_code, refused.topics) == (68, ())  # NON_EMPTY_GROUP
+    await join("readers", "consumer", encode_subscription(Subscription(("odm",))))
+    answer = await _offset_delete(raw, "readers", {"odm": [0], "odm-free": [0]})
+    codes = {(t.name, p.partition_index): p.error_code for t in answer.topics for p in t.partitions}
+    assert (answer.error_code, codes) == (0, {("odm", 0): 86, ("odm-free", 0): 0})  # GROUP_SUBSCRIBED_TO_TOPIC
+    assert set(broker.groups.offsets.committed("readers")) == {("odm", 0)}
 
 
 # ---- OffsetForLeaderEpoch -------------------------------------------------------------------------------------------
