@@ -473,7 +473,7 @@ async def test_describe_configs_of_the_broker(raw: Any, server: KafkaServer, ver
         _resource(raw, version, 4, "0"),
         _resource(raw, version, 4, ""),
         _resource(raw, version, 4, "7"),
-        _resource(raw, version, 4, "x"),
+        _resource(raw, version, 4, "--5"),
         _resource(raw, version, 2, "no-such-topic"),
         _resource(raw, version, 8, "0"),
     ]

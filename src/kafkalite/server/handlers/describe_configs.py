@@ -56,9 +56,11 @@ def broker_name_error(ctx: RequestContext, name: str, *, empty_allowed: bool) ->
     """Kafka's check of a BROKER or BROKER_LOGGER resource name: this node's id (or, where allowed, empty)."""
     if name == "":
         return None if empty_allowed else "Broker id must not be empty"
-    if not name.lstrip("-").isdigit():
+    try:
+        broker_id = int(name)
+    except ValueError:
         return f"Broker id must be an integer, but it is: {name}"
-    if int(name) != ctx.server.node_id:
+    if broker_id != ctx.server.node_id:
         expected = f"{ctx.server.node_id} or empty string" if empty_allowed else str(ctx.server.node_id)
         return f"Unexpected broker id, expected {expected}, but received {name}"
     return None
