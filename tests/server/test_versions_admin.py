@@ -560,7 +560,7 @@ async def test_create_topics_refuses_a_bad_value_naming_key_and_rule(
 
 @pytest.mark.parametrize("version", RANGES[ApiKey.INCREMENTAL_ALTER_CONFIGS])
 async def test_incremental_alter_configs_appends_and_subtracts_list_configs(
-    raw: Any, broker: Broker, version: int
+    raw: Any, broker: Broker, version: int, caplog: pytest.LogCaptureFixture
 ) -> None:
     await broker.create_topic("lists", 1)
 
@@ -581,6 +581,7 @@ async def test_incremental_alter_configs_appends_and_subtracts_list_configs(
     assert broker.topic("lists").config.get("cleanup.policy") == "compact"
     code, message = await alter(("retention.ms", 2, "5"))
     assert (code, message) == (INVALID_CONFIG, "Config value append is not allowed for config key: retention.ms")
+    assert any("Refused to alter configs of topic=lists" in r.getMessage() for r in caplog.records)
     code, message = await alter(("retention.ms", 0, "5"), ("retention.ms", 1, None))
     assert code == INVALID_REQUEST
     code, message = await alter(("cleanup.policy", 2, "shred"))

@@ -21,7 +21,7 @@ from kafkalite.config import TOPIC_SETTINGS, ConfigType
 from kafkalite.protocol.wire import ApiKey
 from kafkalite.server.dispatch import RequestContext, handles
 from kafkalite.server.handlers._broker_loggers import apply_changes, check_changes
-from kafkalite.server.handlers._common import INVALID_REQUEST, error_code, error_message
+from kafkalite.server.handlers._common import INVALID_REQUEST, error_code, error_message, log
 from kafkalite.server.handlers.describe_configs import broker_name_error
 
 TOPIC = 2
@@ -87,6 +87,7 @@ async def _alter(ctx: RequestContext, resource: Any, validate_only: bool) -> tup
     try:
         code, message, changes = _changes(ctx.broker.topic(resource.resource_name), resource.configs)
         if code:
+            log.warning("Refused to alter configs of topic=%s: %s", resource.resource_name, message)
             return code, message
         await ctx.broker.alter_topic_config(resource.resource_name, changes, validate_only=validate_only)
     except Exception as e:
