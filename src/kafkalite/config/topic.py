@@ -275,10 +275,6 @@ class TopicConfig:
     def get_int(self, name: str) -> int:
         return int(self.get(name))
 
-    def parsed(self, name: str) -> object:
-        """The effective value of `name` as its type (list, bool, int, float or str)."""
-        return TOPIC_SETTINGS[name].parse(self.get(name))
-
     def describe(self) -> list[ConfigEntry]:
         return list(self._entries())
 
