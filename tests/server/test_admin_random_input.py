@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import logging
 import random
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from conftest import RawClient
 from kafkalite.broker import Broker
+from kafkalite.server import serve
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -64,7 +66,15 @@ def _requests(raw: RawClient, rng: random.Random) -> list[tuple[int, int, dict[s
     )
     return [
         (35, 4, {"topics": rng.choice([None, [log_dir_topic]])}),
-        (34, 2, {"dirs": [n(34, 2, "AlterReplicaLogDir", path=rng.choice(["", "/", "rel", "/tmp"]), topics=[move])]}),
+        (
+            34,
+            2,
+            {
+                "dirs": [
+                    n(34, 2, "AlterReplicaLogDir", path=rng.choice(["", "/", "rel", "/tmp", "/a\x00b"]), topics=[move])
+                ]
+            },
+        ),
         (
             75,
             0,
@@ -106,19 +116,23 @@ def _requests(raw: RawClient, rng: random.Random) -> list[tuple[int, int, dict[s
     ]
 
 
+@pytest.mark.parametrize("engine", ["memory", "disk"])
 async def test_random_admin_requests_are_all_answered(
-    raw: RawClient, broker: Broker, caplog: pytest.LogCaptureFixture
+    engine: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.WARNING, logger="kafkalite")
-    await broker.create_topic("known", 2)
     level = logging.getLogger("kafkalite.server").level
     rng = random.Random(20261130)
-    try:
-        for _ in range(ROUNDS):
-            for api_key, version, fields in _requests(raw, rng):
-                response = await raw.request(api_key, version, **fields)  # decodes every byte, or fails
-                assert response is not None
-    finally:
-        logging.getLogger("kafkalite.server").setLevel(level)
+    async with Broker(tmp_path if engine == "disk" else None, fsync=False) as broker, serve(broker) as server:
+        await broker.create_topic("known", 2)
+        raw = await RawClient.connect(server)
+        try:
+            for _ in range(ROUNDS):
+                for api_key, version, fields in _requests(raw, rng):
+                    response = await raw.request(api_key, version, **fields)  # decodes every byte, or fails
+                    assert response is not None
+        finally:
+            logging.getLogger("kafkalite.server").setLevel(level)
+            await raw.close()
     tracebacks = [r.getMessage() for r in caplog.records if r.exc_info is not None or r.levelno >= logging.ERROR]
     assert not tracebacks

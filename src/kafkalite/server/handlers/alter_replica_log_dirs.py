@@ -5,7 +5,8 @@ v1 is the oldest Kafka 4 serves (v0 is gone) · v2 is the first flexible version
 KafkaLite has one log directory (see `describe_log_dirs.log_dir`), so every replica already lives where it can live.
 As Kafka answers, per partition: a path that is not a log directory of this broker gets LOG_DIR_NOT_FOUND; an
 unknown topic or partition gets UNKNOWN_TOPIC_OR_PARTITION; a partition asked into the directory it is in gets
-NONE and nothing moves. Paths are compared absolute, as Kafka compares them.
+NONE and nothing moves. Paths are compared absolute (a relative one is taken from the broker's working directory,
+as Kafka's `File.getAbsolutePath` takes it), symbolic links resolved.
 """
 
 from __future__ import annotations
@@ -25,7 +26,10 @@ def _is_our_dir(ctx: RequestContext, path: str) -> bool:
     ours = log_dir(ctx.broker)
     if ours == MEMORY_LOG_DIR:
         return False  # a memory-only broker has no directory a replica could be moved to
-    return os.path.isabs(path) and os.path.normpath(path) == ours
+    try:
+        return os.path.realpath(path) == ours
+    except ValueError:  # an embedded NUL: no such path
+        return False
 
 
 @handles(ApiKey.ALTER_REPLICA_LOG_DIRS, versions=range(1, 3))
