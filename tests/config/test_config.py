@@ -72,6 +72,9 @@ def test_cleanup_policy_accepts_compact_delete_and_both(policy: str) -> None:
         ("cleanup.policy", "delete,delete", "cleanup.policy: Duplicate items"),
         ("retention.ms", "soon", "retention.ms: Not a number of type LONG"),
         ("retention.ms", "-2", "retention.ms: Value must be at least -1"),
+        ("retention.ms", "1_000", "retention.ms: Not a number of type LONG"),
+        ("retention.ms", "\u0661", "retention.ms: Not a number of type LONG"),  # an Arabic-Indic digit
+        ("min.cleanable.dirty.ratio", "nan", "no more than 1"),
         ("segment.bytes", str(2**31), "segment.bytes: Not a number of type INT"),
         ("segment.bytes", "13", "segment.bytes: Value must be at least 14"),
         ("min.cleanable.dirty.ratio", "1.5", "no more than 1"),

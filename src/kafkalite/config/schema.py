@@ -13,12 +13,14 @@ one into its Python value or raises `InvalidConfigError` naming the key and the 
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from kafkalite.errors import InvalidConfigError
 
+_INTEGER = re.compile(r"[+-]?[0-9]+")
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
 
@@ -65,14 +67,15 @@ def _parse_typed(config_type: ConfigType, text: str) -> Any:
         raise ValueError("Expected value to be either true or false")
     if config_type in (ConfigType.INT, ConfigType.SHORT, ConfigType.LONG):
         bits = {ConfigType.SHORT: 16, ConfigType.INT: 32, ConfigType.LONG: 64}[config_type]
-        try:
-            number = int(stripped)
-        except ValueError:
-            raise ValueError(f"Not a number of type {config_type.name}") from None
+        if not _INTEGER.fullmatch(stripped):  # Java's parseInt: no "1_000", no non-ASCII digits
+            raise ValueError(f"Not a number of type {config_type.name}")
+        number = int(stripped)
         if not -(2 ** (bits - 1)) <= number < 2 ** (bits - 1):
             raise ValueError(f"Not a number of type {config_type.name}")
         return number
     if config_type is ConfigType.DOUBLE:
+        if "_" in stripped or not stripped.isascii():
+            raise ValueError("Not a number of type DOUBLE")
         try:
             return float(stripped)
         except ValueError:
