@@ -18,8 +18,8 @@ writes that answer in its place in the request order while it goes on with the n
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kafkalite.errors import ProtocolError
@@ -87,7 +87,7 @@ class ServerInfo:
     node_id: int
     host: str
     port: int
-    settings: Mapping[str, str] = field(default_factory=dict)  # the server's own broker settings, by Kafka name
+    settings: tuple[tuple[str, str], ...] = ()  # the server's own broker settings (Kafka name, value): listeners, ...
 
 
 @dataclass(frozen=True, slots=True)

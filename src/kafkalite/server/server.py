@@ -211,11 +211,11 @@ class KafkaServer:
         return self.port if self._advertised_port is None else self._advertised_port
 
     def _server_info(self) -> ServerInfo:
-        settings = {
-            "listeners": f"PLAINTEXT://{self.host}:{self.port}",
-            "advertised.listeners": f"PLAINTEXT://{self.bootstrap}",
-            "socket.request.max.bytes": str(self.max_frame_bytes),
-        }
+        settings = (
+            ("listeners", f"PLAINTEXT://{self.host}:{self.port}"),
+            ("advertised.listeners", f"PLAINTEXT://{self.bootstrap}"),
+            ("socket.request.max.bytes", str(self.max_frame_bytes)),
+        )
         return ServerInfo(self.broker.node_id, self.advertised_host, self.advertised_port, settings)
 
     @property

@@ -87,7 +87,7 @@ def _entries(ctx: RequestContext, kind: int, name: str) -> tuple[int, str | None
         return 0, None, _logger_entries()
     if name == "":
         return 0, None, []  # the cluster-wide dynamic defaults: KafkaLite's broker settings are all static
-    return 0, None, describe_broker(ctx.broker.config, ctx.server.settings)
+    return 0, None, describe_broker(ctx.broker.config, dict(ctx.server.settings))
 
 
 def _describe(ctx: RequestContext, resource: Any, req: Any) -> tuple[int, str | None, list[Any]]:
