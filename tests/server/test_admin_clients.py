@@ -78,6 +78,10 @@ def test_kafka_python_configs(served: ThreadedServer, admin: kafka.KafkaAdminCli
     both = ConfigResource(ConfigResourceType.TOPIC, "kp-gzip", configs={"cleanup.policy": ("APPEND", "compact")})
     assert admin.alter_configs([both]) == {"topic": {"kp-gzip": "OK"}}
     assert served.broker.topic("kp-gzip").config.get("cleanup.policy") == "delete,compact"
+    loggers = ConfigResource(ConfigResourceType.BROKER_LOGGER, "0")
+    levels = admin.describe_configs([loggers], config_filter="all")["broker_logger"]["0"]
+    assert {"root", "kafkalite.server"} <= set(levels)
+    assert levels["kafkalite.server"]["config_source"] == "DYNAMIC_BROKER_LOGGER_CONFIG"
     topics = ["__consumer_offsets", *sorted(f"kp-{c}" for c in CODECS)]
     assert admin.list_config_resources(["topic"]) == {"topic": topics}
     assert admin.list_config_resources() == {"broker_logger": ["0"], "broker": ["0"], "topic": topics}
