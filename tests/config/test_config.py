@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+import kafkalite
 from kafkalite.config import (
     BROKER_SETTINGS,
     BROKER_SYNONYMS,
@@ -14,6 +15,7 @@ from kafkalite.config import (
     ConfigSource,
     ConfigType,
     TopicConfig,
+    check_broker_config,
     describe_broker,
     load_properties,
     validate_config,
@@ -251,3 +253,19 @@ def test_every_broker_default_parses_and_every_mapped_field_round_trips() -> Non
             key.setting.parse(key.setting.default)
         if key.field is not None:  # the default BrokerConfig describes each field as the table's default
             assert described[key.name] == key.setting.default, key.name
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"default_partitions": 0}, "num.partitions: Value must be at least 1"),
+        ({"offsets_partitions": -1}, "offsets.topic.num.partitions: Value must be at least 1"),
+        ({"node_id": -3}, "node.id: Value must be at least 0"),
+        ({"max_request_partition_size_limit": 0}, "max.request.partition.size.limit: Value must be no less than 1"),
+        ({"topic_defaults": {"retention.ms": "soon"}}, "retention.ms: Not a number of type LONG"),
+    ],
+)
+def test_a_broker_built_in_python_is_checked_by_the_table(settings: dict[str, object], message: str) -> None:
+    with pytest.raises(InvalidConfigError, match=message):
+        kafkalite.Broker(None, **settings)
+    check_broker_config(BrokerConfig())  # the defaults keep every rule

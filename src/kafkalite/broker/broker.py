@@ -29,7 +29,7 @@ from kafkalite.broker.offsets import OFFSETS_TOPIC, OffsetManager
 from kafkalite.broker.partition import FetchData, Partition, ProduceResult
 from kafkalite.broker.producer_ids import ProducerIds
 from kafkalite.broker.topic import Topic, log_settings, validate_topic_name
-from kafkalite.config import BrokerConfig, TopicConfig
+from kafkalite.config import BrokerConfig, TopicConfig, check_broker_config
 from kafkalite.errors import (
     ClosedError,
     InvalidConfigError,
@@ -60,6 +60,7 @@ class Broker:
             self.config = BrokerConfig(**{**_fields(base), **settings})
         except TypeError as exc:
             raise InvalidConfigError(f"unknown broker setting: {exc}") from None
+        check_broker_config(self.config)
         self.node_id = self.config.node_id
         self.cluster_id = ""
         self.topics: dict[str, Topic] = {}

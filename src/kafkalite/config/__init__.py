@@ -14,6 +14,7 @@ from kafkalite.config.broker import (
     BrokerConfig,
     BrokerKey,
     broker_setting,
+    check_broker_config,
     describe_broker,
     load_properties,
 )
@@ -41,6 +42,7 @@ __all__ = [
     "Setting",
     "TopicConfig",
     "broker_setting",
+    "check_broker_config",
     "describe_broker",
     "load_properties",
     "topic_setting",

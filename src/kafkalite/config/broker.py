@@ -339,6 +339,21 @@ def load_properties(
     return replace(config, **changes, topic_defaults=topic_defaults, static_settings=static), server
 
 
+_NUMBERS = (ConfigType.SHORT, ConfigType.INT, ConfigType.LONG, ConfigType.DOUBLE)
+
+
+def check_broker_config(config: BrokerConfig) -> None:
+    """Raise `InvalidConfigError` (naming the Kafka key and its rule) when a numeric field of a `BrokerConfig` built in
+    Python breaks its setting's rule, or a broker-wide topic default breaks the topic config's."""
+    for key in BROKER_SETTINGS.values():
+        if key.field is not None and key.precedence == 0 and key.setting.type in _NUMBERS:
+            text = key.from_field(getattr(config, key.field))
+            if text is not None:
+                key.setting.parse(text)
+    for name, value in config.topic_defaults.items():
+        validate_config(name, value)
+
+
 def describe_broker(config: BrokerConfig, server: Mapping[str, str]) -> list[ConfigEntry]:
     """DescribeConfigs' rows for the BROKER resource: every setting of the table with its value and source."""
     return list(_broker_entries(config, server))
