@@ -113,3 +113,24 @@ async def test_compaction_under_live_produce_and_fetch(make_broker: BrokerFactor
             final[record.key] = record.value
         assert final == latest
         assert log.size_bytes < 4 * 2048  # the latest value of 25 keys, and the active segment
+
+
+async def test_closing_the_broker_stops_a_cleaning_and_leaves_no_half_written_segment(
+    make_broker: BrokerFactory,
+) -> None:
+    broker = make_broker(log_cleaner_enable=False, log_cleaner_io_max_bytes_per_second=20_000)
+    await broker.start()
+    await broker.create_topic(TOPIC, 1, COMPACTED)
+    for n in range(400):
+        await broker.produce(TOPIC, 0, build_batch([RecordToWrite(b"v" * 100, b"k%d" % (n % 7))], now_ms=n))
+    assert broker.cleaner is not None
+    cleaning = asyncio.create_task(broker.cleaner.clean_once())
+    await asyncio.sleep(0.3)  # at 20 kB/s the cleaning of ~60 kB is still running
+    assert not cleaning.done()
+    await asyncio.wait_for(broker.close(), TIMEOUT_S)
+    assert await cleaning is None
+    if broker.data_dir is not None:
+        leftovers = [
+            p.name for p in (broker.data_dir / f"{TOPIC}-0").iterdir() if p.name.endswith((".cleaned", ".swap"))
+        ]
+        assert leftovers == []

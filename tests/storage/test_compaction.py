@@ -342,3 +342,43 @@ def test_aborted_data_goes_and_markers_outlive_their_data_and_horizon(
     assert 2 not in bases  # past its horizon, and its transaction's data is gone
     assert bases[4].is_control  # its transaction's record at 3 is still there
     log.close()
+
+
+def test_a_full_offset_map_ends_the_cleaning_early_and_the_next_one_goes_on(
+    engine: str, tmp_path: Path, clock: FakeClock
+) -> None:
+    log = open_log(engine, tmp_path / "t-0", clock)
+    latest = fill(log, keys=30, rounds=6)
+    first = log.cleaning_stats(clock())
+    assert first is not None
+    assert clean(log, clock(), CleaningContext(max_keys=10))
+    assert 0 < log.first_dirty_offset < first.first_uncleanable  # stopped where the map filled
+    while clean(log, clock(), CleaningContext(max_keys=10)):
+        stats = log.cleaning_stats(clock())
+        assert stats is not None
+        if stats.dirty_bytes == 0:
+            break
+    assert latest_per_key(records_of(log)) == latest
+    log.close()
+
+
+def test_the_throttle_bounds_the_rate_and_yields_without_a_bound() -> None:
+    now = [0.0]
+    sleeps: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+        now[0] += seconds
+
+    throttle = Throttle(1_000_000, clock=lambda: now[0], sleep=sleep)
+    for _ in range(10):
+        throttle.consume(500_000)
+    assert now[0] == pytest.approx(5.0)  # 5 MB at 1 MB/s
+    with pytest.raises(ValueError, match="positive"):
+        Throttle(0)
+    sleeps.clear()
+    free = Throttle(None, clock=lambda: now[0], sleep=sleep)
+    free.consume(10)
+    now[0] += 0.002
+    free.consume(10)
+    assert sleeps == [0]  # the GIL handed back once its millisecond was up, not at every batch
