@@ -142,24 +142,53 @@ def render_unserved_table() -> str:
     return "\n".join(lines)
 
 
-def render_cli_options(command_name: str) -> str:
-    """The options of `kafkalite COMMAND` as a table, in click's own words (what `--help` prints)."""
+def cli_command_names() -> list[str]:
+    """Every command of the `kafkalite` group, as `kafkalite --help` lists them."""
     from kafkalite.cli import main
 
-    command = main.get_command(click.Context(main), command_name)  # the group loads some commands on first use
-    if command is None:
-        raise ValueError(f"no command 'kafkalite {command_name}'")
-    context = click.Context(command, info_name=command_name)
+    return list(main.list_commands(click.Context(main)))
+
+
+def _options_table(command: click.Command, context: click.Context) -> str:
     help_option = command.get_help_option(context)
-    lines = ["| option | meaning |", "|---|---|"]
+    lines = [f"`{' '.join(['kafkalite', *context.command_path.split()[1:], *command.collect_usage_pieces(context)])}`"]
+    rows = ["| option | meaning |", "|---|---|"]
     for param in command.get_params(context):
         record = param.get_help_record(context)
         if record is None or param is help_option:
             continue
         option, meaning = record
+        if isinstance(param, click.Argument) and not meaning.strip():
+            continue  # named in the usage line above
         code = html.escape(option).replace("|", "&#124;")  # a code span cannot hold an escaped pipe
-        lines.append(f"| <code>{code}</code> | {_cell(meaning) or '&nbsp;'} |")
+        rows.append(f"| <code>{code}</code> | {_cell(meaning) or '&nbsp;'} |")
+    if len(rows) > 2:
+        lines += ["", *rows]
     return "\n".join(lines)
+
+
+def render_cli_options(command_name: str) -> str:
+    """The usage and options of `kafkalite COMMAND` in click's own words (what `--help` prints); for a command group,
+    one section per subcommand."""
+    from kafkalite.cli import main
+
+    root = click.Context(main, info_name="kafkalite")
+    command = main.get_command(root, command_name)  # the group loads some commands on first use
+    if command is None:
+        raise ValueError(f"no command 'kafkalite {command_name}'")
+    context = click.Context(command, info_name=command_name, parent=root)
+    summary = command.get_short_help_str(limit=300)
+    if not isinstance(command, click.Group):
+        return f"{summary}\n\n{_options_table(command, context)}"
+    sections = [f"{summary}\n"]
+    for name in command.list_commands(context):
+        sub = command.get_command(context, name)
+        if sub is None:
+            continue
+        sub_context = click.Context(sub, info_name=name, parent=context)
+        summary = sub.get_short_help_str(limit=200)
+        sections.append(f"### `kafkalite {command_name} {name}`\n\n{summary}\n\n{_options_table(sub, sub_context)}\n")
+    return "\n".join(sections)
 
 
 def expand(markdown: str) -> str:

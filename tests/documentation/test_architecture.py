@@ -10,7 +10,7 @@ from .hooks import DOCS, ROOT
 
 PACKAGE = ROOT / "src" / "kafkalite"
 _SECTION = re.compile(r"^\*\*`([\w/]+)`\*\*")
-_ROW = re.compile(r"^\| `([^`]+)` \|")
+_FIRST_CELL = re.compile(r"^\| (`[^|]+`) \|")  # "| `a.py` |" or "| `a.py` · `b.py` |"
 HANDLER_ROW = "handlers/<api>.py"  # one row stands for every handler module (one per API key)
 
 
@@ -23,8 +23,8 @@ def documented_modules() -> dict[str, set[str]]:
         if section:
             current = section[1].rstrip("/")
             sections[current] = set()
-        elif current is not None and (row := _ROW.match(line)):
-            sections[current].add(row[1])
+        elif current is not None and (row := _FIRST_CELL.match(line)):
+            sections[current].update(re.findall(r"`([^`]+)`", row[1]))
         elif line.startswith("#"):
             current = None
     return sections

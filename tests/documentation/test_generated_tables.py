@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import click
 import pytest
 from kio.schema.index import api_key_map
 
@@ -51,20 +52,42 @@ def test_api_table_renders_one_row_and_one_section_per_served_api() -> None:
     assert "### ApiVersions {#api-apiversions}" in rendered
 
 
-@pytest.mark.parametrize("command", ["serve", "demo"])
-def test_cli_table_lists_every_option_of_the_command(command: str) -> None:
-    import click
-
+def _commands() -> list[tuple[str, click.Command]]:
+    """Every (name, command) a reader can type: top-level commands, and each subcommand of a group."""
     from kafkalite.cli import main
 
-    assert isinstance(main, click.Group)
-    cmd = main.get_command(click.Context(main), command)
-    assert cmd is not None
-    table = generated.render_cli_options(command)
-    context = click.Context(cmd, info_name=command)
-    for param in cmd.get_params(context):
-        if isinstance(param, click.Option) and param is not cmd.get_help_option(context):
-            assert f"<code>{param.opts[0]}" in table, f"{param.opts[0]} missing from the table of {command}"
+    root = click.Context(main, info_name="kafkalite")
+    found: list[tuple[str, click.Command]] = []
+    for name in main.list_commands(root):
+        command = main.get_command(root, name)
+        assert command is not None
+        if isinstance(command, click.Group):
+            context = click.Context(command, info_name=name, parent=root)
+            for sub in command.list_commands(context):
+                subcommand = command.get_command(context, sub)
+                assert subcommand is not None
+                found.append((f"{name} {sub}", subcommand))
+        else:
+            found.append((name, command))
+    return found
+
+
+def test_every_command_has_its_section_on_the_flags_page() -> None:
+    page = (DOCS / "operations" / "flags.md").read_text(encoding="utf-8")
+    for name in generated.cli_command_names():
+        assert f"<!-- kafkalite:cli-options {name} -->" in page, f"kafkalite {name} has no section in flags.md"
+
+
+def test_cli_tables_list_every_option_of_every_command() -> None:
+    for name, command in _commands():
+        top = name.split()[0]
+        rendered = generated.render_cli_options(top)
+        context = click.Context(command, info_name=name.split()[-1])
+        for param in command.get_params(context):
+            if isinstance(param, click.Option) and param is not command.get_help_option(context):
+                assert f"<code>{param.opts[0]}" in rendered, f"{param.opts[0]} missing from kafkalite {name}"
+        if " " in name:
+            assert f"### `kafkalite {name}`" in rendered
 
 
 def test_unknown_cli_command_is_an_error() -> None:
