@@ -70,13 +70,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--frames", type=int, default=1_000_000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--connections", type=int, default=4)
+    parser.add_argument("--answer-timeout", type=float, default=1.0, help="seconds to wait for an answer")
     parser.add_argument("--max-growth-mib", type=float, default=64.0, help="memory growth allowed over the run")
     parser.add_argument("--json", type=Path, help="write the figures here too")
     parser.add_argument("--log", type=Path, help="keep the broker's log here (default: a temporary file)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as scratch, served_broker(args.log or Path(scratch) / "broker.log") as target:
         print(f"fuzzing kafkalite serve (pid {target.process.pid}, port {target.port}): {args.frames:,} frames")
-        figures = fuzz(target, args.frames, args.seed, connections=args.connections)
+        figures = fuzz(
+            target, args.frames, args.seed, connections=args.connections, answer_timeout_s=args.answer_timeout
+        )
     growth = float(figures["rss_after_mib"]) - float(figures["rss_before_mib"])  # type: ignore[arg-type]
     findings = list(figures["findings"])  # type: ignore[call-overload]
     if growth > args.max_growth_mib:
