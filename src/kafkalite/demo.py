@@ -3,8 +3,9 @@
 Topic `orders` with 3 partitions; 3 async producers with keyed messages (MD5 routing); group `billing` with two
 consumers and group `fulfillment` with one, reading the same topic independently. Halfway through, one billing
 consumer leaves and the group rebalances. One poison message makes billing's handler fail: it is retried, then
-dead-lettered to `orders.DLQ`; the "bug" is then fixed and the dead letter replayed. The demo ends by itself once
-every group has handled every message, and returns a summary.
+dead-lettered to `orders.DLQ`; the "bug" is then fixed and the dead letter replayed, to billing alone (through its
+retry topic `orders.billing.retry`): fulfillment, whose handler never failed, does not see it again. The demo ends
+by itself once every group has handled every message exactly once, and returns a summary.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ class DemoSummary:
     produced: int = 0
     consumed: Counter[str] = field(default_factory=Counter)
     dead_lettered: Counter[str] = field(default_factory=Counter)
-    replayed: int = 0
+    replayed: Counter[str] = field(default_factory=Counter)
     rebalanced: bool = False
     seconds: float = 0.0
 
@@ -54,10 +55,8 @@ class DemoSummary:
         for column in ("group", "produced", "consumed", "dead-lettered", "replayed"):
             table.add_column(column, justify="right" if column != "group" else "left")
         for group in GROUPS:
-            replayed = str(self.replayed) if self.dead_lettered[group] else "0"  # only billing's letters replay
-            table.add_row(
-                group, str(self.produced), str(self.consumed[group]), str(self.dead_lettered[group]), replayed
-            )
+            counts = (self.produced, self.consumed[group], self.dead_lettered[group], self.replayed[group])
+            table.add_row(group, *map(str, counts))
         return table
 
 
@@ -100,15 +99,19 @@ async def run_demo(settings: DemoSettings = DemoSettings()) -> DemoSummary:
         summary.rebalanced = True
         await asyncio.gather(*producers)
 
-        def settled(expected: int) -> bool:
-            summary.dead_lettered = Counter(d.consumer_group or "" for d in broker.dead_letters.list(TOPIC))
-            return all(summary.consumed[g] + summary.dead_lettered[g] >= expected for g in GROUPS)
+        async def settled() -> bool:
+            """Every message handled by every group: consumed, or dead-lettered and not replayed."""
+            letters = await broker.dead_letters.list(TOPIC)
+            summary.dead_lettered = Counter(d.consumer_group or "" for d in letters)
+            pending = summary.dead_lettered - summary.replayed
+            return all(summary.consumed[g] + pending[g] >= total for g in GROUPS)
 
-        await _wait_until(lambda: settled(total), settings.timeout)
+        await _wait_until(settled, settings.timeout)
         poison_bug["present"] = False
-        demo_log.info("The poison-message bug is fixed: replaying the dead letters of %s", TOPIC)
-        summary.replayed = await broker.dead_letters.replay(TOPIC)
-        await _wait_until(lambda: settled(total + summary.replayed), settings.timeout)
+        demo_log.info("The poison-message bug is fixed: replaying the dead letters of %s to their groups", TOPIC)
+        replays = await broker.dead_letters.replay(TOPIC)
+        summary.replayed = Counter(r.letter.consumer_group or "" for r in replays)
+        await _wait_until(settled, settings.timeout)
 
         for _, consumer, task in consumers:
             consumer.stop()
@@ -118,9 +121,9 @@ async def run_demo(settings: DemoSettings = DemoSettings()) -> DemoSummary:
     return summary
 
 
-async def _wait_until(condition: Callable[[], bool], timeout: float) -> None:
+async def _wait_until(condition: Callable[[], Awaitable[bool]], timeout: float) -> None:
     deadline = time.monotonic() + timeout
-    while not condition():
+    while not await condition():
         if time.monotonic() > deadline:
             demo_log.warning("The demo gave up waiting after %.0fs", timeout)
             return

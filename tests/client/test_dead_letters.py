@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import struct
+import time
+from collections.abc import Awaitable, Callable
+
+import pytest
 
 import kafkalite
-from broker.harness import TIMEOUT_S, consume, consumer, wait_for
-from kafkalite.errors import PartitionFullError
+from broker.harness import TIMEOUT_S, consumer, wait_for
+from kafkalite.errors import InvalidTopicError, PartitionFullError
 from kafkalite.protocol.records import iter_records, read_header
 
 TOPIC = "orders"
@@ -16,6 +20,13 @@ TOPIC = "orders"
 
 class PoisonError(ValueError):
     pass
+
+
+async def wait_for_async(count: Callable[[], Awaitable[int]], expected: int, what: str) -> None:
+    deadline = time.monotonic() + TIMEOUT_S
+    while await count() < expected:
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.01)
 
 
 def raw_dead_letters(broker: kafkalite.Broker, partition: int) -> list[dict[str, bytes | None]]:
@@ -57,7 +68,7 @@ async def test_failing_handler_is_retried_then_dead_lettered_and_the_consumer_mo
 
     assert attempts == [poison.offset] * 4  # the first try and 3 retries
     assert handled == [m.offset for m in good]
-    [letter] = broker.dead_letters.list(TOPIC)
+    [letter] = await broker.dead_letters.list(TOPIC)
     assert letter.dlq_partition == poison.partition  # same partition number as the original
     assert (letter.original_topic, letter.original_partition, letter.original_offset) == (
         TOPIC,
@@ -107,7 +118,7 @@ async def test_a_failing_handler_never_kills_its_consumer(broker: kafkalite.Brok
         await task
     await c.close()
     assert seen == list(range(10))
-    assert [d.original_offset for d in broker.dead_letters.list(TOPIC)] == [1, 3, 4, 5, 7, 9]
+    assert [d.original_offset for d in (await broker.dead_letters.list(TOPIC))] == [1, 3, 4, 5, 7, 9]
 
 
 async def test_producer_into_a_full_partition_retries_then_dead_letters(broker: kafkalite.Broker) -> None:
@@ -124,7 +135,7 @@ async def test_producer_into_a_full_partition_retries_then_dead_letters(broker: 
     assert (overflow.topic, overflow.partition, overflow.offset) == (TOPIC + ".DLQ", 0, 0)
     assert waited >= 0.01 + 0.02 + 0.04  # 3 retries, exponential backoff
     assert broker.partition(TOPIC, 0).high_watermark == 2
-    [letter] = broker.dead_letters.list(TOPIC)
+    [letter] = await broker.dead_letters.list(TOPIC)
     assert (letter.original_topic, letter.original_partition, letter.original_offset) == (TOPIC, 0, -1)
     assert letter.exception_class == "kafkalite.errors.PartitionFullError"
     assert "full" in letter.exception_message
@@ -166,55 +177,125 @@ async def test_dead_letters_keep_the_original_partition_number(broker: kafkalite
         metas = [await producer.send(TOPIC, b"late-%d" % p, partition=p) for p in (2, 0, 1)]
     assert [(m.partition, m.dead_lettered) for m in metas] == [(2, True), (0, True), (1, True)]
     assert len(broker.topic(TOPIC + ".DLQ").partitions) == 3
-    assert [(d.dlq_partition, d.original_partition, d.value) for d in broker.dead_letters.list(TOPIC)] == [
+    assert [(d.dlq_partition, d.original_partition, d.value) for d in (await broker.dead_letters.list(TOPIC))] == [
         (0, 0, b"late-0"),
         (1, 1, b"late-1"),
         (2, 2, b"late-2"),
     ]
 
 
-async def test_replay_republishes_each_dead_letter_once(broker: kafkalite.Broker) -> None:
+async def test_replay_goes_to_the_failing_group_alone_once(broker: kafkalite.Broker) -> None:
     await broker.create_topic(TOPIC, partitions=2)
     async with broker.producer() as producer:
         poison = await producer.send(TOPIC, b"poison", key=b"k", headers=[("trace", b"t-1")])
-    attempts: list[int] = []
+    fixed = False
+    billed: list[kafkalite.Message] = []
+    shipped: list[kafkalite.Message] = []
 
-    async def handler(message: kafkalite.Message) -> None:
-        attempts.append(message.offset)
-        raise PoisonError("nope")
+    async def bill(message: kafkalite.Message) -> None:
+        if not fixed:
+            raise PoisonError("nope")
+        billed.append(message)
 
-    c = consumer(broker, TOPIC, "billing")
+    billing = consumer(broker, TOPIC, "billing")
+    fulfillment = consumer(broker, TOPIC, "fulfillment")
+    await billing.start()
+    await fulfillment.start()
+    tasks = [
+        asyncio.create_task(billing.run(bill, max_retries=1, backoff=0.001)),
+        asyncio.create_task(fulfillment.run(shipped.append)),
+    ]
+
+    async def letters() -> int:
+        return len(await broker.dead_letters.list(TOPIC))
+
+    await wait_for_async(letters, 1, what="the dead letter")
+    assert TOPIC + ".billing.retry" in broker.topics  # created with the letter, so billing subscribes before replay
+    await wait_for(lambda: (TOPIC + ".billing.retry", poison.partition) in billing.assignment(), what="subscription")
+    fixed = True
+    assert [r.letter.dlq_offset for r in await broker.dead_letters.replay(TOPIC, dry_run=True)] == [0]
+    [replay] = await broker.dead_letters.replay(TOPIC)
+    assert (replay.topic, replay.partition) == (TOPIC + ".billing.retry", poison.partition)
+    assert await broker.dead_letters.replay(TOPIC) == []
+    await wait_for(lambda: len(billed) == 1, what="the replayed letter")
+    [again] = billed
+    assert (again.topic, again.partition, again.offset) == (TOPIC + ".billing.retry", poison.partition, 0)
+    assert (again.key, again.value, again.headers) == (b"k", b"poison", (("trace", b"t-1"),))
+    await asyncio.sleep(0.2)  # fulfillment would have seen a copy by now
+    assert [(m.topic, m.offset) for m in shipped] == [(TOPIC, poison.offset)]
+    assert broker.partition(TOPIC, poison.partition).high_watermark == poison.offset + 1
+    for c in (billing, fulfillment):
+        c.stop()
+    async with asyncio.timeout(TIMEOUT_S):
+        await asyncio.gather(*tasks)
+    for c in (billing, fulfillment):
+        await c.close()
+    assert await letters() == 1  # replay does not delete the dead letter
+
+
+async def test_a_replay_failing_again_is_a_dead_letter_of_the_original_topic(broker: kafkalite.Broker) -> None:
+    await broker.create_topic(TOPIC, partitions=1)
+    await broker.dead_letters.send(TOPIC, 0, b"k", b"v", [], PoisonError("first"), offset=5, group_id="billing")
+    await broker.dead_letters.replay(TOPIC)
+    c = consumer(broker, TOPIC, "billing", auto_offset_reset="latest")  # the retry topic is read from its start
+
+    async def fail(message: kafkalite.Message) -> None:
+        raise PoisonError("again")
+
     await c.start()
-    task = asyncio.create_task(c.run(handler, max_retries=1, backoff=0.001))
-    await wait_for(lambda: len(broker.dead_letters.list(TOPIC)) == 1, what="the dead letter")
+    task = asyncio.create_task(c.run(fail, max_retries=0))
+
+    async def letters() -> int:
+        return len(await broker.dead_letters.list(TOPIC))
+
+    await wait_for_async(letters, 2, what="the second dead letter")
     c.stop()
     async with asyncio.timeout(TIMEOUT_S):
         await task
     await c.close()
+    second = (await broker.dead_letters.list(TOPIC))[1]
+    assert (second.original_topic, second.consumer_group, second.exception_message) == (TOPIC, "billing", "again")
+    assert [r.topic for r in await broker.dead_letters.replay(TOPIC)] == [TOPIC + ".billing.retry"]
 
-    assert await broker.dead_letters.replay(TOPIC) == 1
-    assert await broker.dead_letters.replay(TOPIC) == 0
-    assert broker.partition(TOPIC, poison.partition).high_watermark == poison.offset + 2
-    async with consumer(broker, TOPIC, "check") as check:
-        [_original, replayed] = [m for m in await consume(check, 2) if m.partition == poison.partition]
-    assert (replayed.key, replayed.value, replayed.headers) == (b"k", b"poison", (("trace", b"t-1"),))
-    assert replayed.offset == poison.offset + 1
-    assert len(broker.dead_letters.list(TOPIC)) == 1  # replay does not delete the dead letter
+
+async def test_replay_of_one_group_leaves_the_others_pending(broker: kafkalite.Broker) -> None:
+    await broker.create_topic(TOPIC, partitions=1)
+    for offset, group in enumerate(["billing", "fulfillment", None, "billing"]):
+        await broker.dead_letters.send(TOPIC, 0, None, b"%d" % offset, [], PoisonError("x"), group_id=group)
+    billing = await broker.dead_letters.replay(TOPIC, group="billing")
+    assert [(r.letter.dlq_offset, r.topic) for r in billing] == [
+        (0, TOPIC + ".billing.retry"),
+        (3, TOPIC + ".billing.retry"),
+    ]
+    assert await broker.dead_letters.replay(TOPIC, group="billing") == []
+    rest = await broker.dead_letters.replay(TOPIC)
+    assert [(r.letter.dlq_offset, r.topic) for r in rest] == [(1, TOPIC + ".fulfillment.retry"), (2, TOPIC)]
+    assert await broker.dead_letters.replay(TOPIC) == []
+    await broker.dead_letters.send(TOPIC, 0, None, b"4", [], PoisonError("x"), group_id="billing")
+    assert [r.letter.dlq_offset for r in await broker.dead_letters.replay(TOPIC, group="fulfillment")] == []
+    assert [r.letter.dlq_offset for r in await broker.dead_letters.replay(TOPIC)] == [4]
+
+
+async def test_a_group_that_cannot_name_a_topic_gets_a_clear_error_on_replay(broker: kafkalite.Broker) -> None:
+    await broker.create_topic(TOPIC, partitions=1)
+    await broker.dead_letters.send(TOPIC, 0, None, b"v", [], PoisonError("x"), group_id="team/billing")
+    with pytest.raises(InvalidTopicError, match="team/billing"):
+        await broker.dead_letters.replay(TOPIC)
 
 
 async def test_two_replays_at_once_republish_each_dead_letter_once(broker: kafkalite.Broker) -> None:
     await broker.create_topic(TOPIC, partitions=1)
     for offset in range(3):
         await broker.dead_letters.send(TOPIC, 0, b"k", b"v%d" % offset, [], PoisonError("nope"), offset=offset)
-    counts = await asyncio.gather(broker.dead_letters.replay(TOPIC), broker.dead_letters.replay(TOPIC))
-    assert sorted(counts) == [0, 3]
+    replays = await asyncio.gather(broker.dead_letters.replay(TOPIC), broker.dead_letters.replay(TOPIC))
+    assert sorted(map(len, replays)) == [0, 3]
     assert broker.partition(TOPIC, 0).high_watermark == 3
 
 
 async def test_replay_of_a_topic_without_dead_letters_is_a_no_op(broker: kafkalite.Broker) -> None:
     await broker.create_topic(TOPIC, partitions=1)
-    assert broker.dead_letters.list(TOPIC) == []
-    assert await broker.dead_letters.replay(TOPIC) == 0
+    assert (await broker.dead_letters.list(TOPIC)) == []
+    assert len(await broker.dead_letters.replay(TOPIC)) == 0
 
 
 async def test_concurrent_sends_into_a_nearly_full_partition_fill_it_and_dead_letter_only_the_rest(
@@ -229,7 +310,7 @@ async def test_concurrent_sends_into_a_nearly_full_partition_fill_it_and_dead_le
     assert [m.dead_lettered for m in metas] == [False, False, True, True]
     assert [m.offset for m in metas[:2]] == [1, 2]
     assert broker.partition(TOPIC, 0).high_watermark == 3
-    assert [d.value for d in broker.dead_letters.list(TOPIC)] == [b"2", b"3"]
+    assert [d.value for d in (await broker.dead_letters.list(TOPIC))] == [b"2", b"3"]
 
 
 async def test_first_dead_letters_of_several_partitions_at_once_create_the_dlq_once(broker: kafkalite.Broker) -> None:
@@ -240,4 +321,8 @@ async def test_first_dead_letters_of_several_partitions_at_once_create_the_dlq_o
         metas = await asyncio.gather(*(producer.send(TOPIC, b"x%d" % p, partition=p) for p in range(3)))
     assert all(m.dead_lettered for m in metas)
     assert [p.index for p in broker.topic(TOPIC + ".DLQ").partitions] == [0, 1, 2]
-    assert [(d.dlq_partition, d.value) for d in broker.dead_letters.list(TOPIC)] == [(0, b"x0"), (1, b"x1"), (2, b"x2")]
+    assert [(d.dlq_partition, d.value) for d in (await broker.dead_letters.list(TOPIC))] == [
+        (0, b"x0"),
+        (1, b"x1"),
+        (2, b"x2"),
+    ]

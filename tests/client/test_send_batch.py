@@ -70,7 +70,7 @@ async def test_full_partition_keeps_what_fits_then_dead_letters(broker: kafkalit
         (TOPIC + ".DLQ", 0, True),
         (TOPIC + ".DLQ", 1, True),
     ]
-    assert [d.value for d in broker.dead_letters.list(TOPIC)] == [b"3", b"4"]
+    assert [d.value for d in (await broker.dead_letters.list(TOPIC))] == [b"3", b"4"]
 
 
 async def test_without_dead_letters_the_first_failure_is_raised(broker: kafkalite.Broker) -> None:

@@ -1,7 +1,8 @@
 """The domain layer: topics, partitions, produce/fetch routing, committed offsets, dead letters. No sockets."""
 
 from kafkalite.broker.broker import EARLIEST, LATEST, MAX_TIMESTAMP, Broker
-from kafkalite.broker.dead_letter import DeadLetter, DeadLetterQueue, dead_letter_topic
+from kafkalite.broker.dead_letter import DeadLetterQueue
+from kafkalite.broker.dead_letter_format import DeadLetter, Replay, dead_letter_topic, retry_topic
 from kafkalite.broker.offsets import OFFSETS_TOPIC, CommittedOffset, OffsetManager
 from kafkalite.broker.partition import FetchData, Partition, ProduceResult
 from kafkalite.broker.topic import Topic
@@ -22,7 +23,9 @@ __all__ = [
     "OffsetManager",
     "Partition",
     "ProduceResult",
+    "Replay",
     "Topic",
     "TopicConfig",
     "dead_letter_topic",
+    "retry_topic",
 ]

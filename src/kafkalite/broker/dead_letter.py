@@ -1,70 +1,42 @@
-"""Dead-letter topics: `<topic>.DLQ`, same partition number as the original, Spring Kafka's header names.
+"""The embedded broker's dead letters: written, listed and replayed through its ordinary produce and fetch paths.
 
-A record lands here when a consumer's handler keeps failing, or when a producer gives up on a full partition. The
-dead-letter record keeps the original key, value and headers, and adds (binary encodings as Spring Kafka writes
-them, so existing tools understand them)::
-
-    kafka_dlt-original-topic           UTF-8
-    kafka_dlt-original-partition       int32, big-endian
-    kafka_dlt-original-offset          int64, big-endian (-1 when the record never got an offset: producer path)
-    kafka_dlt-original-timestamp       int64, big-endian
-    kafka_dlt-original-timestamp-type  UTF-8 ("CreateTime" or "LogAppendTime")
-    kafka_dlt-original-consumer-group  UTF-8 (consumer path only)
-    kafka_dlt-exception-fqcn           UTF-8, module-qualified class name of the exception
-    kafka_dlt-exception-message        UTF-8
-    kafka_dlt-exception-stacktrace     UTF-8
-
-`replay` republishes every dead letter not replayed before to its original topic and partition (without the
-`kafka_dlt-` headers); its progress is a committed offset of the group `__kafkalite-dlq-replay`, so a replay is
-never repeated and survives restarts.
+The record format, the retry-topic rule (a replay reaches only the group that failed) and the replay progress are
+`kafkalite.broker.dead_letter_format`'s, shared with the network client; this module applies them to the in-process
+broker. Concurrency: creating or growing a topic awaits (the file engine opens logs in a thread), so creation is
+serialised by one lock; two replays at once would both republish the same letters, so replays take another.
 """
 
 from __future__ import annotations
 
 import asyncio
+import builtins
 import logging
-import struct
 import time
-import traceback
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from kafkalite.broker.dead_letter_format import (
+    REPLAY_GROUP,
+    DeadLetter,
+    Replay,
+    dead_letter_headers,
+    dead_letter_topic,
+    decode_dead_letter,
+    is_pending,
+    progress_after,
+    replay_target,
+    retry_topic_or_none,
+    selected,
+)
 from kafkalite.broker.log_reader import scan_records
 from kafkalite.broker.partition import ProduceResult
 from kafkalite.errors import TopicExistsError
-from kafkalite.protocol.records import Record, RecordToWrite, build_batch
+from kafkalite.protocol.records import RecordToWrite, build_batch
 
 if TYPE_CHECKING:
     from kafkalite.broker.broker import Broker
 
 logger = logging.getLogger("kafkalite.dlq")
-
-DLQ_SUFFIX = ".DLQ"
-REPLAY_GROUP = "__kafkalite-dlq-replay"
-HEADER_PREFIX = "kafka_dlt-"
-
-
-def dead_letter_topic(topic: str) -> str:
-    return topic + DLQ_SUFFIX
-
-
-@dataclass(frozen=True, slots=True)
-class DeadLetter:
-    """One record of a dead-letter topic, with its Spring-Kafka headers decoded."""
-
-    dlq_partition: int
-    dlq_offset: int
-    original_topic: str
-    original_partition: int
-    original_offset: int
-    original_timestamp: int
-    exception_class: str
-    exception_message: str
-    consumer_group: str | None
-    key: bytes | None
-    value: bytes | None
-    headers: tuple[tuple[str, bytes | None], ...]  # the original record's own headers
 
 
 class DeadLetterQueue:
@@ -72,10 +44,8 @@ class DeadLetterQueue:
 
     def __init__(self, broker: Broker) -> None:
         self._broker = broker
-        # Creating or growing a DLQ awaits (the file engine opens logs in a thread): one at a time, or two first dead
-        # letters of a topic would both create its partitions.
         self._creating = asyncio.Lock()
-        self._replaying = asyncio.Lock()  # two replays at once would both republish the same letters
+        self._replaying = asyncio.Lock()
 
     async def send(
         self,
@@ -90,24 +60,18 @@ class DeadLetterQueue:
         timestamp: int = -1,
         group_id: str | None = None,
     ) -> ProduceResult:
-        """Write one dead letter for (topic, partition); create or grow `<topic>.DLQ` as needed."""
+        """Write one dead letter for (topic, partition); create or grow `<topic>.DLQ` as needed, and with a group, the
+        group's retry topic (so its consumers subscribe to it before any replay)."""
         dlq = dead_letter_topic(topic)
+        count = len(self._broker.topic(topic).partitions)
         async with self._creating:
-            await self._ensure_partitions(dlq, len(self._broker.topic(topic).partitions))
-        error_class = type(error)
-        dlt_headers: list[tuple[str, bytes | None]] = [
-            (HEADER_PREFIX + "original-topic", topic.encode()),
-            (HEADER_PREFIX + "original-partition", struct.pack(">i", partition)),
-            (HEADER_PREFIX + "original-offset", struct.pack(">q", offset)),
-            (HEADER_PREFIX + "original-timestamp", struct.pack(">q", timestamp)),
-            (HEADER_PREFIX + "original-timestamp-type", b"CreateTime"),
-            (HEADER_PREFIX + "exception-fqcn", f"{error_class.__module__}.{error_class.__qualname__}".encode()),
-            (HEADER_PREFIX + "exception-message", str(error).encode()),
-            (HEADER_PREFIX + "exception-stacktrace", "".join(traceback.format_exception(error)).encode()),
-        ]
-        if group_id is not None:
-            dlt_headers.append((HEADER_PREFIX + "original-consumer-group", group_id.encode()))
-        record = RecordToWrite(value, key, [*headers, *dlt_headers])
+            await self._ensure_partitions(dlq, count)
+            retry = retry_topic_or_none(topic, group_id)
+            if retry is not None:
+                await self._ensure_partitions(retry, count)
+        record = RecordToWrite(
+            value, key, [*headers, *dead_letter_headers(topic, partition, offset, timestamp, error, group_id)]
+        )
         batch = build_batch([record], now_ms=int(time.time() * 1000))
         result = await self._broker.produce(dlq, partition, batch, acks=-1)
         logger.info(
@@ -117,21 +81,21 @@ class DeadLetterQueue:
             offset,
             dlq,
             result.base_offset,
-            error_class.__name__,
+            type(error).__name__,
         )
         return result
 
-    async def _ensure_partitions(self, dlq: str, count: int) -> None:
-        topic = self._broker.topics.get(dlq)
+    async def _ensure_partitions(self, name: str, count: int) -> None:
+        topic = self._broker.topics.get(name)
         if topic is None:
             try:
-                await self._broker.create_topic(dlq, count)
+                await self._broker.create_topic(name, count)
             except TopicExistsError:
                 pass
         elif len(topic.partitions) < count:
-            await self._broker.create_partitions(dlq, count)
+            await self._broker.create_partitions(name, count)
 
-    def list(self, topic: str) -> list[DeadLetter]:
+    async def list(self, topic: str) -> list[DeadLetter]:
         """Every dead letter of `topic`, partition by partition, in offset order."""
         dlq = self._broker.topics.get(dead_letter_topic(topic))
         if dlq is None:
@@ -142,57 +106,47 @@ class DeadLetterQueue:
             for letter in self._read(dlq.name, partition.index, partition.log_start_offset)
         ]
 
-    async def replay(self, topic: str) -> int:
-        """Republish dead letters of `topic` not replayed yet to their original partition; return how many."""
+    async def replay(self, topic: str, *, group: str | None = None, dry_run: bool = False) -> builtins.list[Replay]:
+        """Deliver the dead letters of `topic` not replayed yet again, each to the group that failed it (see
+        `dead_letter_format`); only `group`'s letters when given. Return what was (with `dry_run`: would be)
+        replayed, and where to."""
         dlq = self._broker.topics.get(dead_letter_topic(topic))
         if dlq is None:
-            return 0
-        replayed = 0
+            return []
+        count = len(self._broker.topic(topic).partitions)
+        done: builtins.list[Replay] = []
         async with self._replaying:
             for partition in dlq.partitions:
-                committed = self._broker.offsets.fetch(REPLAY_GROUP, dlq.name, partition.index)
-                start = max(partition.log_start_offset, committed.offset if committed else 0)
+                progress = self._progress(dlq.name, partition.index)
+                start = max(partition.log_start_offset, progress.get(REPLAY_GROUP, 0))
                 for letter in self._read(dlq.name, partition.index, start):
-                    await self._republish(dlq.name, letter)
-                    replayed += 1
-        if replayed:
-            logger.info("Replayed %d dead letters of topic=%s", replayed, topic)
-        return replayed
+                    if not (selected(letter, group) and is_pending(letter, progress)):
+                        continue
+                    replay = replay_target(topic, letter, count)
+                    if not dry_run:
+                        await self._republish(dlq.name, replay, group, count)
+                    done.append(replay)
+        if done and not dry_run:
+            logger.info("Replayed %d dead letters of topic=%s", len(done), topic)
+        return done
 
-    async def _republish(self, dlq: str, letter: DeadLetter) -> None:
-        """Write one dead letter back to its original partition (or the same-numbered one, if that is gone)."""
-        target = letter.original_partition
-        if not 0 <= target < len(self._broker.topic(letter.original_topic).partitions):
-            target = letter.dlq_partition
+    def _progress(self, dlq: str, partition: int) -> dict[str, int]:
+        groups = [g for g in self._broker.offsets.groups() if g == REPLAY_GROUP or g.startswith(REPLAY_GROUP + ".")]
+        found = {g: self._broker.offsets.fetch(g, dlq, partition) for g in groups}
+        return {g: committed.offset for g, committed in found.items() if committed is not None}
+
+    async def _republish(self, dlq: str, replay: Replay, group: str | None, count: int) -> None:
+        if replay.topic != replay.letter.original_topic:
+            async with self._creating:
+                await self._ensure_partitions(replay.topic, count)
+        letter = replay.letter
         batch = build_batch([RecordToWrite(letter.value, letter.key, letter.headers)], now_ms=int(time.time() * 1000))
-        await self._broker.produce(letter.original_topic, target, batch, acks=-1)
-        await self._broker.offsets.commit(REPLAY_GROUP, dlq, letter.dlq_partition, letter.dlq_offset + 1)
+        await self._broker.produce(replay.topic, replay.partition, batch, acks=-1)
+        progress_group, offset = progress_after(letter, group)
+        await self._broker.offsets.commit(progress_group, dlq, letter.dlq_partition, offset)
 
     def _read(self, dlq: str, partition: int, start: int) -> Iterator[DeadLetter]:
         for record in scan_records(self._broker.partition(dlq, partition).log, start):
-            yield _decode(partition, record)
-
-
-def _decode(dlq_partition: int, record: Record) -> DeadLetter:
-    dlt = {name[len(HEADER_PREFIX) :]: value or b"" for name, value in record.headers if name.startswith(HEADER_PREFIX)}
-    own = tuple((name, value) for name, value in record.headers if not name.startswith(HEADER_PREFIX))
-
-    def integer(name: str, fmt: str) -> int:
-        raw = dlt.get(name, b"")
-        return int(struct.unpack(fmt, raw)[0]) if len(raw) == struct.calcsize(fmt) else -1
-
-    group = dlt.get("original-consumer-group")
-    return DeadLetter(
-        dlq_partition=dlq_partition,
-        dlq_offset=record.offset,
-        original_topic=dlt.get("original-topic", b"").decode(),
-        original_partition=integer("original-partition", ">i"),
-        original_offset=integer("original-offset", ">q"),
-        original_timestamp=integer("original-timestamp", ">q"),
-        exception_class=dlt.get("exception-fqcn", b"").decode(),
-        exception_message=dlt.get("exception-message", b"").decode(),
-        consumer_group=group.decode() if group is not None else None,
-        key=record.key,
-        value=record.value,
-        headers=own,
-    )
+            yield decode_dead_letter(
+                partition, record.offset, record.key, record.value, record.headers, record.timestamp
+            )

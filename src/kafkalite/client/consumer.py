@@ -15,6 +15,10 @@ Buffer: each fetch from a partition becomes one chunk, a list of `Message`s buil
 batch's decoded columns; consuming hands out slices of chunks and moves the partition's position once per chunk,
 so nothing on the consume path is per record beyond decoding the record and making its `Message`.
 
+Replays: a consumer of group `G` also subscribes to `G`'s retry topic of each of its topics (`<topic>.<G>.retry`,
+see `kafkalite.broker.dead_letter_format`) once that topic exists, reading it from its earliest offset; a new one is
+noticed at the next poll and joined with a rebalance. Letters that fail again there go to the original topic's DLQ.
+
 Heartbeats run in a background task every `heartbeat_interval`, and before every fetch, so a long handler does not
 cost the membership and a rebalance is noticed within one poll.
 """
@@ -30,6 +34,7 @@ from itertools import repeat
 from types import TracebackType
 from typing import Literal, Self, cast
 
+from kafkalite.broker.dead_letter_format import retry_topic_or_none
 from kafkalite.client.records import Message
 from kafkalite.client.transport import Transport
 from kafkalite.errors import (
@@ -95,6 +100,9 @@ class Consumer:
         for topic in self.topics:
             transport.partition_count(topic)  # unknown topic: fail here, with the topic's name
         self.group_id = group_id
+        retries = {topic: retry_topic_or_none(topic, group_id) for topic in self.topics}
+        self._retry_topics = {retry: topic for topic, retry in retries.items() if retry is not None}  # retry -> topic
+        self._subscribed = self.topics  # the topics, and the retry topics that exist
         self.poll_interval = poll_interval
         self._reset = auto_offset_reset
         self._auto_commit = enable_auto_commit and group_id is not None
@@ -139,6 +147,7 @@ class Consumer:
         if self.group_id is None:
             self._assign([(t, p) for t in self.topics for p in range(self._transport.partition_count(t))])
         else:
+            self._refresh_subscription()
             await self._ensure_membership()
             self._heartbeat_task = asyncio.create_task(self._heartbeat_loop(), name=f"{self.name}-heartbeat")
 
@@ -212,6 +221,8 @@ class Consumer:
         self._check_open()
         if self.group_id is not None:
             self._heartbeat(self.group_id)
+            if self._refresh_subscription():
+                self._rejoin_needed = True
         await self._ensure_membership()
         await self._maybe_auto_commit()
         if self._fetch_round():
@@ -307,7 +318,7 @@ class Consumer:
                     delay *= 2
                     continue
                 where = await self._transport.dead_letter(
-                    message.topic,
+                    self._retry_topics.get(message.topic, message.topic),  # a replay failing again: the same DLQ
                     message.partition,
                     message.key,
                     message.value,
@@ -372,6 +383,8 @@ class Consumer:
             logger.info("%s: %s", self.name, exc)
 
     def _reset_position(self, topic: str, partition: int, cause: KafkaLiteError | None = None) -> int:
+        if topic in self._retry_topics:  # replays written before this group first read the retry topic count too
+            return self._transport.list_offset(topic, partition, _EARLIEST)
         if self._reset == "none":
             raise cause or OffsetOutOfRangeError(-1, -1, -1)
         return self._transport.list_offset(topic, partition, _EARLIEST if self._reset == "earliest" else _LATEST)
@@ -389,7 +402,7 @@ class Consumer:
 
     async def _join_and_sync(self, group_id: str) -> bool:
         subscription = encode_subscription(
-            Subscription(self.topics, owned_partitions=self._assignment, generation_id=self.generation_id)
+            Subscription(self._subscribed, owned_partitions=self._assignment, generation_id=self.generation_id)
         )
         joined = await self._transport.join_group(
             group_id,
@@ -452,6 +465,14 @@ class Consumer:
                 committed if committed is not None else self._reset_position(topic, partition)
             )
         self._next_partition = 0
+
+    def _refresh_subscription(self) -> bool:
+        """Add the retry topics created since the last look; True if the subscription grew."""
+        subscribed = self.topics + tuple(r for r in self._retry_topics if self._transport.topic_exists(r))
+        if subscribed == self._subscribed:
+            return False
+        self._subscribed = subscribed
+        return True
 
     async def _heartbeat_loop(self) -> None:
         assert self.group_id is not None

@@ -20,6 +20,8 @@ class Transport(Protocol):
 
     def partition_count(self, topic: str) -> int: ...
 
+    def topic_exists(self, topic: str) -> bool: ...
+
     def check_partition(self, topic: str, partition: int) -> None: ...
 
     async def produce(self, topic: str, partition: int, batch: bytes, *, acks: int) -> int:
@@ -84,6 +86,9 @@ class EmbeddedTransport:
 
     def partition_count(self, topic: str) -> int:
         return len(self.broker.topic(topic).partitions)
+
+    def topic_exists(self, topic: str) -> bool:
+        return topic in self.broker.topics
 
     def check_partition(self, topic: str, partition: int) -> None:
         self.broker.partition(topic, partition)
