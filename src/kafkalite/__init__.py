@@ -9,6 +9,10 @@ Embedded::
         async with broker.consumer("orders", group_id="billing") as consumer:
             async for message in consumer: ...
 
+Any Kafka cluster (KafkaLite served, Apache Kafka, ...), same code::
+
+    async with kafkalite.connect("localhost:9092") as broker: ...
+
 Served: `kafkalite serve` speaks the Kafka wire protocol (see `kafkalite.server`).
 """
 
@@ -19,6 +23,7 @@ if _typing.TYPE_CHECKING:
     from kafkalite import errors
     from kafkalite.broker import BrokerConfig, DeadLetter
     from kafkalite.client import Broker, Consumer, Message, Producer, RecordMetadata
+    from kafkalite.client.network import Cluster, connect
     from kafkalite.errors import KafkaLiteError
     from kafkalite.logs import configure_logging
 
@@ -27,6 +32,7 @@ if _typing.TYPE_CHECKING:
 _HOME = {
     "Broker": "kafkalite.client",
     "BrokerConfig": "kafkalite.broker",
+    "Cluster": "kafkalite.client.network",
     "Consumer": "kafkalite.client",
     "DeadLetter": "kafkalite.broker",
     "KafkaLiteError": "kafkalite.errors",
@@ -34,11 +40,13 @@ _HOME = {
     "Producer": "kafkalite.client",
     "RecordMetadata": "kafkalite.client",
     "configure_logging": "kafkalite.logs",
+    "connect": "kafkalite.client.network",
 }
 
 __all__ = [
     "Broker",
     "BrokerConfig",
+    "Cluster",
     "Consumer",
     "DeadLetter",
     "KafkaLiteError",
@@ -46,6 +54,7 @@ __all__ = [
     "Producer",
     "RecordMetadata",
     "configure_logging",
+    "connect",
     "errors",
 ]
 

@@ -26,6 +26,8 @@ a lookup table of its own::
     ├── InvalidRecordError           a key, value or header that is not bytes (also a TypeError), a keyless record on
     │                                a compacted topic (code 87, INVALID_RECORD)
     ├── GroupError                   consumer-group protocol outcomes, each with its Kafka code
+    ├── ClusterError                 a Kafka cluster reached over the network failed a request (`kafkalite.connect`)
+    │   └── UnreachableError         no broker answered at the bootstrap address
     └── ClosedError                  the broker, producer or consumer is closed
 
 `kafkalite.errors` imports nothing of KafkaLite's, so every layer (protocol included) may raise from this tree.
@@ -155,6 +157,19 @@ class GroupError(KafkaLiteError):
     def __init__(self, message: str, error_code: int) -> None:
         super().__init__(message)
         self.error_code = error_code
+
+
+class ClusterError(KafkaLiteError):
+    """A Kafka cluster reached over the network (`kafkalite.connect`) failed a request; `error_code` is the Kafka
+    code when the cluster sent one."""
+
+    def __init__(self, message: str, error_code: int = -1) -> None:
+        super().__init__(message)
+        self.error_code = error_code
+
+
+class UnreachableError(ClusterError):
+    """No broker answered at the bootstrap address (wrong address, broker down, or a firewall)."""
 
 
 class ClosedError(KafkaLiteError):

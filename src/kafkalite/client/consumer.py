@@ -26,15 +26,15 @@ cost the membership and a rebalance is noticed within one poll.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from itertools import repeat
 from types import TracebackType
 from typing import Literal, Self, cast
 
 from kafkalite.broker.dead_letter_format import retry_topic_or_none
+from kafkalite.client.handling import Handler, handle_with_retries
 from kafkalite.client.records import Message
 from kafkalite.client.transport import Transport
 from kafkalite.errors import (
@@ -60,7 +60,6 @@ logger = logging.getLogger("kafkalite.consumer")
 
 OffsetReset = Literal["earliest", "latest", "none"]
 AssignorName = Literal["range", "roundrobin", "sticky"]
-Handler = Callable[[Message], Awaitable[object] | object]
 TopicPartition = tuple[str, int]
 
 _REJOIN_ERRORS = {22, 25, 27}  # ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS
@@ -290,54 +289,20 @@ class Consumer:
         dead-letter topic with the exception and the consumer moves on. A handler's failure never ends the loop.
         """
         async for message in self:
-            await self._handle(handler, message, max_retries, backoff)
+            await handle_with_retries(self.name, handler, message, max_retries, backoff, self._dead_letter)
 
-    async def _handle(self, handler: Handler, message: Message, max_retries: int, backoff: float) -> None:
-        delay = backoff
-        for attempt in range(max_retries + 1):
-            try:
-                outcome = handler(message)
-                if inspect.isawaitable(outcome):
-                    await outcome
-                return
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                if attempt < max_retries:
-                    logger.info(
-                        "%s handler failed on %s-%d offset=%d (attempt %d/%d): %r",
-                        self.name,
-                        message.topic,
-                        message.partition,
-                        message.offset,
-                        attempt + 1,
-                        max_retries + 1,
-                        exc,
-                    )
-                    await asyncio.sleep(delay)
-                    delay *= 2
-                    continue
-                where = await self._transport.dead_letter(
-                    self._retry_topics.get(message.topic, message.topic),  # a replay failing again: the same DLQ
-                    message.partition,
-                    message.key,
-                    message.value,
-                    message.headers,
-                    exc,
-                    offset=message.offset,
-                    timestamp=message.timestamp,
-                    group_id=self.group_id,
-                )
-                logger.warning(
-                    "%s sent %s-%d offset=%d to %s after %d attempts: %r",
-                    self.name,
-                    message.topic,
-                    message.partition,
-                    message.offset,
-                    where[0],
-                    max_retries + 1,
-                    exc,
-                )
+    async def _dead_letter(self, message: Message, error: Exception) -> tuple[str, int, int]:
+        return await self._transport.dead_letter(
+            self._retry_topics.get(message.topic, message.topic),  # a replay failing again: the same DLQ
+            message.partition,
+            message.key,
+            message.value,
+            message.headers,
+            error,
+            offset=message.offset,
+            timestamp=message.timestamp,
+            group_id=self.group_id,
+        )
 
     # --- offsets ----------------------------------------------------------------------------------------------
 
