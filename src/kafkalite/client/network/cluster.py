@@ -67,7 +67,9 @@ def _accepts(cls: type) -> set[str]:
 def connect(bootstrap: str | None = None, **client_settings: Any) -> Cluster:
     """A handle on the Kafka cluster at `bootstrap` (default `$KAFKALITE_BOOTSTRAP`, else localhost:9092), with the
     embedded `Broker`'s interface; `async with` (or `await start()`) connects."""
-    return Cluster(bootstrap or os.environ.get("KAFKALITE_BOOTSTRAP") or DEFAULT_BOOTSTRAP, **client_settings)
+    if bootstrap is None:
+        bootstrap = os.environ.get("KAFKALITE_BOOTSTRAP") or DEFAULT_BOOTSTRAP
+    return Cluster(bootstrap, **client_settings)
 
 
 class Cluster:
