@@ -28,3 +28,5 @@ async def make_broker(engine: str, tmp_path: Path) -> AsyncIterator[BrokerFactor
 async def broker(make_broker: BrokerFactory) -> AsyncIterator[kafkalite.Broker]:
     async with make_broker() as b:
         yield b
+
+pytest_plugins = ["pytester"]  # tests/plugin runs pytest sessions of its own against the installed plugin

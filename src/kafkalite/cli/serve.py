@@ -10,7 +10,6 @@ import asyncio
 import contextlib
 import logging
 import signal
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,6 +18,7 @@ import click
 from kafkalite.cli._common import LOG_LEVELS, fail, run
 from kafkalite.errors import KafkaLiteError
 from kafkalite.logs import configure_logging
+from kafkalite.protocol.kio_import import import_kio_without_hypothesis
 
 if TYPE_CHECKING:
     from kafkalite.broker import BrokerConfig
@@ -61,7 +61,7 @@ def serve(
     """Serve the Kafka wire protocol until SIGINT or SIGTERM."""
     configure_logging(log_level, log_file)
     _raise_open_file_limit()
-    _skip_kio_hypothesis_hooks()
+    import_kio_without_hypothesis()
     if data_dir != "memory" and Path(data_dir).exists() and not Path(data_dir).is_dir():
         fail(f"cannot use --data-dir {data_dir}: it is a file, not a directory")
     from kafkalite.broker import BrokerConfig
@@ -98,22 +98,6 @@ def _raise_open_file_limit() -> None:
         logging.getLogger("kafkalite.server").debug("open-file limit stays %d (raising to %d: %s)", soft, hard, exc)
         return
     logging.getLogger("kafkalite.server").debug("open-file limit raised from %d to %d", soft, hard)
-
-
-def _skip_kio_hypothesis_hooks() -> None:
-    """Import kio with hypothesis hidden, unless something in this process already uses either.
-
-    kio registers a hypothesis strategy for each of its field types whenever hypothesis is importable, which it is
-    wherever KafkaLite sits next to its tests. That import costs the broker process about 0.3 s and 9 MB and is never
-    used there; hidden for the one import, hypothesis stays importable afterwards.
-    """
-    if "hypothesis" in sys.modules or "kio" in sys.modules:
-        return
-    sys.modules["hypothesis"] = None  # type: ignore[assignment]  # None in sys.modules: "import hypothesis" fails
-    try:
-        import kio.static._phantom  # noqa: F401
-    finally:
-        del sys.modules["hypothesis"]
 
 
 async def _serve(config: BrokerConfig, host: str, port: int, advertised_host: str | None) -> None:
