@@ -25,6 +25,7 @@ LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
     "produce": ("kafkalite.cli.produce", "produce", "Produce one message per line of stdin or --file."),
     "consume": ("kafkalite.cli.consume", "consume", "Print a topic's records (value, key-value, json, template)."),
     "groups": ("kafkalite.cli.groups", "groups", "List and inspect consumer groups, reset offsets, delete."),
+    "dlq": ("kafkalite.cli.dlq", "dlq", "Dead letters: list, show, and replay them to the group that failed."),
     "migrate": (
         "kafkalite.cli.migrate",
         "migrate_command",
@@ -83,6 +84,6 @@ class KafkaLiteGroup(click.Group):
 def main() -> None:
     """KafkaLite: a Kafka-compatible event-log broker in Python.
 
-    The topics, produce, consume, groups and migrate commands work against any Kafka cluster (-b HOST:PORT, or
+    The topics, produce, consume, groups, dlq and migrate commands work against any Kafka cluster (-b HOST:PORT, or
     $KAFKALITE_BOOTSTRAP).
     """

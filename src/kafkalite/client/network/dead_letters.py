@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger("kafkalite.dlq")
 
 Headers = Sequence[tuple[str, bytes | None]]
+_POLL_MS = 100  # reading a DLQ to its end: short polls, so the first (often empty, after a seek) costs little
 
 
 class NetworkDeadLetters:
@@ -102,7 +103,10 @@ class NetworkDeadLetters:
         count = (await self._cluster.partition_counts([dlq])).get(dlq)
         if count is None:
             return []
-        consumer = AIOKafkaConsumer(**self._cluster.settings_for(AIOKafkaConsumer, enable_auto_commit=False))
+        settings = self._cluster.settings_for(
+            AIOKafkaConsumer, enable_auto_commit=False, auto_offset_reset="earliest", fetch_max_wait_ms=_POLL_MS
+        )
+        consumer = AIOKafkaConsumer(**settings)
         try:
             await consumer.start()
             letters: builtins.list[DeadLetter] = []
@@ -226,7 +230,7 @@ async def _read_partition(consumer: AIOKafkaConsumer, tp: TopicPartition) -> lis
     while await consumer.position(tp) < end:
         if time.monotonic() > deadline:
             raise UnreachableError(f"reading {tp.topic}-{tp.partition} up to offset {end} took over 60 s")
-        batch: Any = await consumer.getmany(tp, timeout_ms=500)
+        batch: Any = await consumer.getmany(tp, timeout_ms=_POLL_MS)
         for record in batch.get(tp, []):
             if record.offset < end:
                 headers = tuple(record.headers)

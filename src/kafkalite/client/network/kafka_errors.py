@@ -37,7 +37,7 @@ def translate(exc: BaseException, what: str) -> KafkaLiteError:
     if isinstance(exc, KafkaLiteError):
         return exc
     if isinstance(exc, kafka.KafkaConnectionError | ConnectionError | OSError):
-        return UnreachableError(f"{what}: cannot reach the cluster ({exc or type(exc).__name__})")
+        return UnreachableError(f"{what}: no broker answered")
     if isinstance(exc, kafka.KafkaTimeoutError | TimeoutError):
         return UnreachableError(f"{what}: the cluster did not answer in time")
     code = getattr(exc, "errno", -1)
