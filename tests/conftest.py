@@ -29,4 +29,5 @@ async def broker(make_broker: BrokerFactory) -> AsyncIterator[kafkalite.Broker]:
     async with make_broker() as b:
         yield b
 
+
 pytest_plugins = ["pytester"]  # tests/plugin runs pytest sessions of its own against the installed plugin
