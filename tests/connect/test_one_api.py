@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import kafkalite
-from kafkalite.errors import UnknownTopicError, UnreachableError
+from kafkalite.errors import OffsetOutOfRangeError, UnknownPartitionError, UnknownTopicError, UnreachableError
 
 TIMEOUT_S = 60.0
 CONSUMER = {"session_timeout": 6.0, "heartbeat_interval": 0.3, "poll_interval": 0.05}
@@ -135,6 +135,12 @@ async def test_commit_then_a_new_consumer_resumes_where_the_group_stopped(broker
         assert [m.offset for m in await consume(again, 6)] == [4, 5, 6, 7, 8, 9]
     async with broker.consumer(topic, group_id=group, **CONSUMER) as third:  # auto-commit on close stored 10
         assert third.position(topic, 0) == 10
+        await third.seek(topic, 0, 7)  # replay from an offset
+        assert [m.offset for m in await consume(third, 3)] == [7, 8, 9]
+        with pytest.raises(OffsetOutOfRangeError):
+            await third.seek(topic, 0, 11)
+        with pytest.raises(UnknownPartitionError):
+            await third.seek(topic, 5, 0)
 
 
 async def test_a_failing_handler_is_retried_then_dead_lettered_with_spring_headers(broker: Any, names: Names) -> None:
@@ -228,6 +234,25 @@ async def test_replay_goes_to_the_failing_group_only_and_once(broker: Any, names
         m.offset for m in [*sent, poison] if m.partition == poison.partition
     )  # every record once, from the topic itself: no replayed copy
     assert len(shipped) == 12
+
+
+async def test_a_producer_facing_a_full_partition_retries_then_dead_letters(
+    broker: Any, names: Names, deployment: str
+) -> None:
+    if deployment == "tansu":
+        pytest.skip("partition capacity (max.partition.messages) is KafkaLite's own topic setting")
+    topic = names("capped")
+    await broker.create_topic(topic, partitions=1, config={"max.partition.messages": "2"})
+    async with broker.producer(retry_backoff=0.01) as producer:
+        kept = [await producer.send(topic, b"%d" % i) for i in range(2)]
+        overflow = await producer.send(topic, b"overflow", key=b"k", headers=[("h", b"v")])
+    assert [m.dead_lettered for m in kept] == [False, False]
+    assert overflow.dead_lettered
+    assert (overflow.topic, overflow.partition, overflow.offset) == (f"{topic}.DLQ", 0, 0)
+    [letter] = await broker.dead_letters.list(topic)
+    assert (letter.original_partition, letter.original_offset, letter.consumer_group) == (0, -1, None)
+    assert letter.exception_class == "kafkalite.errors.PartitionFullError"
+    assert (letter.key, letter.value, letter.headers) == (b"k", b"overflow", (("h", b"v"),))
 
 
 async def test_unknown_topics_are_refused_by_name(broker: Any, names: Names) -> None:
