@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import subprocess
@@ -115,3 +116,16 @@ async def test_the_issue_example_runs_as_written(tmp_path: Path) -> None:
             await consumer.commit()
             assert consumer.assignment() == {("orders", 0), ("orders", 1), ("orders", 2)}
             await consumer.seek("orders", meta.partition, 0)
+
+
+def test_the_same_demo_runs_against_a_served_broker_through_connect() -> None:
+    """One application, another deployment: the story over the wire, replay to billing alone included."""
+    from kafkalite.server.inprocess import run_in_thread
+
+    with run_in_thread(fsync=False) as server:
+        settings = DemoSettings(messages_per_producer=6, bootstrap=server.bootstrap, timeout=60)
+        summary = asyncio.run(run_demo(settings))
+    assert summary.produced == 18
+    assert summary.dead_lettered == {"billing": 1}
+    assert summary.replayed == {"billing": 1}
+    assert summary.consumed == {"billing": 18, "fulfillment": 18}

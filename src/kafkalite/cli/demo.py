@@ -17,14 +17,31 @@ from kafkalite.logs import configure_logging
 @click.option("--data-dir", default=None, help="Keep the demo's log here (default: in memory).")
 @click.option("--log-level", type=LOG_LEVELS, default="INFO", show_default=True)
 @click.option("--log-file", default=None, type=click.Path(dir_okay=False))
-def demo(messages: int, data_dir: str | None, log_level: str, log_file: str | None) -> None:
-    """Run the seed's story: producers, two groups, a rebalance, a poison message, the DLQ and its replay."""
+@click.option(
+    "-b",
+    "--bootstrap",
+    default=None,
+    metavar="HOST:PORT",
+    help="Run the same story against this Kafka cluster (kafkalite serve, Apache Kafka, ...) instead of embedded.",
+)
+def demo(messages: int, data_dir: str | None, log_level: str, log_file: str | None, bootstrap: str | None) -> None:
+    """Run the seed's story: producers, two groups, a rebalance, a poison message, the DLQ and its replay to the
+    group that failed it."""
     from rich.console import Console
 
     from kafkalite.demo import DemoSettings, run_demo
 
     configure_logging(log_level, log_file)
-    settings = DemoSettings(messages_per_producer=messages, data_dir=Path(data_dir) if data_dir else None)
+    if bootstrap is not None:
+        from kafkalite.client.network import parse_bootstrap
+
+        try:
+            parse_bootstrap(bootstrap)
+        except ValueError as exc:
+            fail(str(exc))
+    settings = DemoSettings(
+        messages_per_producer=messages, data_dir=Path(data_dir) if data_dir else None, bootstrap=bootstrap
+    )
     try:
         summary = asyncio.run(run_demo(settings))
     except KafkaLiteError as exc:
