@@ -42,6 +42,20 @@ async def consume(consumer: Any, count: int) -> list[kafkalite.Message]:
     return out
 
 
+async def test_records_sent_together_keep_their_order(broker: Any, names: Names) -> None:
+    topic = names("ordered")
+    await broker.create_topic(topic, partitions=1)
+    async with broker.producer() as producer:
+        futures = [producer.send_soon(topic, b"%d" % i) for i in range(200)]
+        metas = await asyncio.gather(*futures)
+        batch = await producer.send_batch(topic, [b"b%d" % i for i in range(50)])
+        unawaited = [producer.send_soon(topic, b"late") for _ in range(10)]
+        await producer.flush()
+        assert all(future.done() for future in unawaited)
+    assert [m.offset for m in metas] == list(range(200))
+    assert [m.offset for m in batch] == list(range(200, 250))
+
+
 async def test_keys_route_by_md5_and_keyless_records_go_round_robin(broker: Any, names: Names) -> None:
     topic = names("routing")
     await broker.create_topic(topic, partitions=3)
@@ -256,8 +270,16 @@ async def test_a_producer_facing_a_full_partition_retries_then_dead_letters(
 
 
 async def test_unknown_topics_are_refused_by_name(broker: Any, names: Names) -> None:
-    with pytest.raises(UnknownTopicError, match="no-such-topic"):
-        await broker.consumer(names("no-such-topic"), group_id=names("g"), **CONSUMER).start()
+    missing = names("no-such-topic")
+    with pytest.raises(UnknownTopicError, match=missing):
+        await broker.consumer(missing, group_id=names("g"), **CONSUMER).start()
+    async with broker.producer() as producer:
+        with pytest.raises(UnknownTopicError, match=missing):
+            await producer.send(missing, b"v")
+        existing = names("exists")
+        await broker.create_topic(existing, partitions=2)
+        with pytest.raises(UnknownPartitionError):
+            await producer.send(existing, b"v", partition=2)
 
 
 async def test_an_unreachable_cluster_is_one_clear_error() -> None:

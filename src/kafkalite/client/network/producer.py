@@ -24,7 +24,7 @@ from kafkalite.client.network.kafka_errors import translate
 from kafkalite.client.partitioners import Partitioner, PartitionerName
 from kafkalite.client.producer import Acks, Header, _as_bytes, _check_headers
 from kafkalite.client.records import RecordMetadata
-from kafkalite.errors import ClosedError, PartitionFullError
+from kafkalite.errors import ClosedError, PartitionFullError, UnknownPartitionError, UnknownTopicError
 
 if TYPE_CHECKING:
     from kafkalite.client.network.cluster import Cluster
@@ -62,6 +62,9 @@ class NetworkProducer:
         self._options = aiokafka_options
         self._producer: AIOKafkaProducer | None = None
         self._starting = asyncio.Lock()
+        self._ordering = asyncio.Lock()
+        self._in_flight: set[asyncio.Future[RecordMetadata]] = set()
+        self._known_topics: set[str] = set()
         self._closed = False
 
     async def __aenter__(self) -> Self:
@@ -122,9 +125,12 @@ class NetworkProducer:
             raise ClosedError(f"{self.name} is closed")
         checked_value, checked_key = _as_bytes(value, "value"), _as_bytes(key, "key")
         checked_headers = _check_headers(headers)
-        return asyncio.ensure_future(
+        task = asyncio.ensure_future(
             self._send(topic, checked_value, checked_key, checked_headers, partition, timestamp)
         )
+        self._in_flight.add(task)
+        task.add_done_callback(self._in_flight.discard)
+        return task
 
     async def send_batch(
         self, topic: str, values: Iterable[bytes | None], *, key: bytes | None = None
@@ -134,13 +140,15 @@ class NetworkProducer:
         return list(await asyncio.gather(*futures))
 
     async def flush(self) -> None:
-        """Wait until every record sent so far is acknowledged."""
-        if self._producer is not None:
-            await self._producer.flush()
+        """Wait until every record sent so far is acknowledged (or has failed: its own future says how)."""
+        while self._in_flight:
+            await asyncio.gather(*self._in_flight, return_exceptions=True)
 
     async def close(self) -> None:
+        """Flush, then disconnect."""
         if self._closed:
             return
+        await self.flush()
         self._closed = True
         if self._producer is not None:
             producer, self._producer = self._producer, None
@@ -156,26 +164,22 @@ class NetworkProducer:
         timestamp: int | None,
     ) -> RecordMetadata:
         producer = await self._client()
-        count = len(await self._partitions(producer, topic))
-        if partition is None:
-            partition = self._partitioner.partition(topic, key, count)
-            logger.debug("Routing %s to topic=%s partition=%d", self.name, topic, partition)
-        elif not isinstance(partition, int) or not 0 <= partition < count:
-            from kafkalite.errors import UnknownPartitionError
-
-            raise UnknownPartitionError(f"topic {topic!r} has no partition {partition!r} (it has {count})")
+        wire_headers = [(name, data or b"") for name, data in headers]  # aiokafka writes no null header values
         stamp = int(time.time() * 1000) if timestamp is None else timestamp
+        # Routing awaits metadata: one send at a time through it, so records reach aiokafka's batches (and so the
+        # partition) in the order `send`/`send_soon` was called, as with the embedded producer.
+        async with self._ordering:
+            count = await self._partition_count(producer, topic)
+            if partition is None:
+                partition = self._partitioner.partition(topic, key, count)
+                logger.debug("Routing %s to topic=%s partition=%d", self.name, topic, partition)
+            elif not isinstance(partition, int) or not 0 <= partition < count:
+                raise UnknownPartitionError(f"topic {topic!r} has no partition {partition!r} (it has {count})")
+            pending = await self._enqueue(producer, topic, value, key, partition, stamp, wire_headers)
         delay = self._retry_backoff
         for attempt in range(self._retries + 1):
             try:
-                sent = await producer.send_and_wait(
-                    topic,
-                    value,
-                    key,
-                    partition=partition,
-                    timestamp_ms=stamp,
-                    headers=[(k, v or b"") for k, v in headers],
-                )
+                sent = await pending
                 return RecordMetadata(topic, partition, sent.offset, stamp)
             except UnknownError as exc:  # KafkaLite's partition full (code 89) among others aiokafka cannot name
                 if attempt < self._retries:
@@ -184,6 +188,7 @@ class NetworkProducer:
                     )
                     await asyncio.sleep(delay)
                     delay *= 2
+                    pending = await self._enqueue(producer, topic, value, key, partition, stamp, wire_headers)
                     continue
                 if not self._dead_letter:
                     raise PartitionFullError(
@@ -200,9 +205,34 @@ class NetworkProducer:
                 raise translate(exc, f"{self.name} cannot send to {topic!r}") from exc
         raise AssertionError("unreachable")
 
-    async def _partitions(self, producer: AIOKafkaProducer, topic: str) -> set[int]:
+    async def _enqueue(
+        self,
+        producer: AIOKafkaProducer,
+        topic: str,
+        value: bytes | None,
+        key: bytes | None,
+        partition: int,
+        stamp: int,
+        headers: list[tuple[str, bytes]],
+    ) -> asyncio.Future[Any]:
+        """Hand the record to aiokafka's batches; the future resolves when the cluster acknowledges it."""
+        try:
+            future: asyncio.Future[Any] = await producer.send(
+                topic, value, key, partition=partition, timestamp_ms=stamp, headers=headers
+            )
+        except Exception as exc:
+            raise translate(exc, f"{self.name} cannot send to {topic!r}") from exc
+        return future
+
+    async def _partition_count(self, producer: AIOKafkaProducer, topic: str) -> int:
+        """The topic's partition count; `UnknownTopicError` for a topic that does not exist, as embedded (asking
+        aiokafka first would auto-create it on clusters that allow that)."""
+        if topic not in self._known_topics:
+            if topic not in await self._cluster.partition_counts([topic]):
+                raise UnknownTopicError(f"unknown topic {topic!r} on {self._cluster.bootstrap}")
+            self._known_topics.add(topic)
         try:
             partitions: set[int] = await producer.partitions_for(topic)
         except Exception as exc:
             raise translate(exc, f"{self.name} cannot send to {topic!r}") from exc
-        return partitions
+        return len(partitions)
