@@ -151,14 +151,19 @@ class NetworkConsumer:
             await consumer.stop()
             raise translate(exc, f"{self.name} cannot connect to {self._cluster.bootstrap}") from exc
         self._consumer = consumer
-        if self.group_id is None:
-            consumer.assign([TopicPartition(t, p) for t in self.topics for p in range(counts[t])])
-            await self._assign(set(consumer.assignment()))
-            return
-        self._subscribed = self.topics + tuple(r for r in self._retry_topics if r in counts)
-        consumer.subscribe(topics=list(self._subscribed), listener=_Listener(self))
-        self._next_retry_check = asyncio.get_running_loop().time() + _RETRY_TOPIC_CHECK_S
-        await self._wait_for_assignment()
+        try:
+            if self.group_id is None:
+                consumer.assign([TopicPartition(t, p) for t in self.topics for p in range(counts[t])])
+                await self._assign(set(consumer.assignment()))
+                return
+            self._subscribed = self.topics + tuple(r for r in self._retry_topics if r in counts)
+            consumer.subscribe(topics=list(self._subscribed), listener=_Listener(self))
+            self._next_retry_check = asyncio.get_running_loop().time() + _RETRY_TOPIC_CHECK_S
+            await self._wait_for_assignment()
+        except BaseException:
+            self._closed = True  # `async with` calls no close() when start() fails: leave nothing running
+            await consumer.stop()
+            raise
 
     async def _wait_for_assignment(self) -> None:
         """Wait for the first assignment (possibly empty: a hot standby), as the embedded consumer's start does;
