@@ -153,7 +153,7 @@ def show(bootstrap: str, timeout: float, verbose: bool, output: str, values: boo
 @timeout_option
 @verbose_option
 @output_option
-@click.option("--group", "-g", default=None, help="Replay only this consumer group's letters.")
+@click.option("-g", "--group", default=None, help="Replay only this consumer group's letters.")
 @click.option("--dry-run", is_flag=True, help="Show what would be replayed, and where, without writing anything.")
 @click.argument("topic")
 def replay(
