@@ -28,6 +28,7 @@ import time
 import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import islice
 from typing import TYPE_CHECKING
 
 from kafkalite.broker.log_reader import scan_records
@@ -141,6 +142,16 @@ class DeadLetterQueue:
             for partition in dlq.partitions
             for letter in self._read(dlq.name, partition.index, partition.log_start_offset)
         ]
+
+    def read(self, topic: str, partition: int, start: int, limit: int) -> tuple[DeadLetter, ...]:
+        """One page: up to `limit` dead letters of `topic` in DLQ partition `partition` from offset `start` on."""
+        return tuple(islice(self._read(dead_letter_topic(topic), partition, start), max(0, limit)))
+
+    def replay_position(self, topic: str, partition: int) -> int:
+        """The first offset of DLQ partition `partition` that `replay` has not republished yet."""
+        dlq = self._broker.partition(dead_letter_topic(topic), partition)
+        committed = self._broker.offsets.fetch(REPLAY_GROUP, dlq.topic, partition)
+        return max(dlq.log_start_offset, committed.offset if committed else 0)
 
     async def replay(self, topic: str) -> int:
         """Republish dead letters of `topic` not replayed yet to their original partition; return how many."""
