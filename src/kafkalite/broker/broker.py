@@ -16,7 +16,7 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from itertools import islice
 from pathlib import Path
 from types import TracebackType
@@ -436,8 +436,12 @@ class Broker:
         """Up to `max_records` decoded records from `offset` on (clamped to the log start): the console's message
         browser. Reads only the batches it returns, through the offset index, never the whole log; not counted as
         fetched bytes."""
-        log = self.partition(topic, partition).log
-        return list(islice(scan_records(log, offset), max(0, max_records)))
+        return list(islice(self.iter_records(topic, partition, offset), max(0, max_records)))
+
+    def iter_records(self, topic: str, partition: int, offset: int) -> Iterator[Record]:
+        """Decoded records from `offset` on, read a batch at a time as the caller asks for more (a bounded search
+        stops taking them; nothing is read ahead beyond one read chunk)."""
+        return scan_records(self.partition(topic, partition).log, offset)
 
     async def produce_record(
         self,

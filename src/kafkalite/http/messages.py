@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime
 import json
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 from aiohttp import web
@@ -26,7 +27,6 @@ from kafkalite.protocol.records import Record
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 200
 SCAN_LIMIT = 10_000  # records a filtered page may look at
-SCAN_STEP = 500
 FILTERS = ("key", "text", "json")
 VIEWS = ("auto", "text", "hex")
 
@@ -108,17 +108,13 @@ def read_window(broker: Broker, topic: str, partition: int, start: int, limit: i
         return Window(partition, start, following, log_start, log_end, records, len(records))
     matches: list[Record] = []
     position, scanned = start, 0
-    while len(matches) < limit and scanned < SCAN_LIMIT and position < log_end:
-        chunk = broker.read_records(topic, partition, position, min(SCAN_STEP, SCAN_LIMIT - scanned))
-        if not chunk:
-            break
-        for record in chunk:
-            scanned += 1
-            position = record.offset + 1
-            if predicate(record):
-                matches.append(record)
-                if len(matches) == limit:
-                    break
+    for record in islice(broker.iter_records(topic, partition, start), SCAN_LIMIT):
+        scanned += 1
+        position = record.offset + 1
+        if predicate(record):
+            matches.append(record)
+            if len(matches) == limit:
+                break
     return Window(partition, start, position, log_start, log_end, matches, scanned)
 
 

@@ -17,7 +17,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 
 from kio.schema.errors import ErrorCode
-from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
@@ -28,6 +28,7 @@ from prometheus_client.registry import Collector
 
 from kafkalite.broker import Broker, dead_letter_topic
 from kafkalite.broker.dead_letter import DLQ_SUFFIX, REPLAY_GROUP
+from kafkalite.http.exposition import render
 from kafkalite.stats import Histogram
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -186,7 +187,8 @@ class BrokerCollector(Collector):
             if listing.group_id == REPLAY_GROUP:
                 continue
             state.add_metric([listing.group_id, listing.state], 1)
-            members.add_metric([listing.group_id], len(groups.describe(listing.group_id).members))
+            empty = listing.state in ("Empty", "Dead")  # no members: no need to describe it
+            members.add_metric([listing.group_id], 0 if empty else len(groups.describe(listing.group_id).members))
         rebalances = CounterMetricFamily(
             "kafkalite_consumergroup_rebalances", "Rebalances completed (new generations)", labels=["consumergroup"]
         )
@@ -229,4 +231,5 @@ def registry_for(broker: Broker) -> CollectorRegistry:
 
 
 def exposition(registry: CollectorRegistry) -> bytes:
-    return generate_latest(registry)
+    """The registry's families in the text format (`exposition.render`: what `generate_latest` writes, faster)."""
+    return render(registry.collect())
