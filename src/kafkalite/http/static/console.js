@@ -77,7 +77,9 @@ class RateChart {
     document.getElementById("rate-out").textContent = human(latest.out);
     document.getElementById("rate-msgs").textContent = Math.round(latest.msgs).toLocaleString() + " records/s in";
     const peak = Math.max(1024, ...this.samples.map((s) => Math.max(s.in, s.out)));
-    const x = (i) => (600 * (i + KEEP - this.samples.length)) / (KEEP - 1);
+    // until five minutes are collected the samples so far span the whole width
+    const span = Math.max(this.samples.length - 1, 1);
+    const x = (i) => (600 * i) / span;
     const y = (value) => 195 - (185 * value) / peak;
     const points = (key) => this.samples.map((s, i) => `${x(i).toFixed(1)},${y(s[key]).toFixed(1)}`).join(" ");
     this.lineIn.setAttribute("points", points("in"));
