@@ -10,10 +10,10 @@ by Prometheus and by prometheus-client's parser alike.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 
 from prometheus_client.core import Metric
-from prometheus_client.utils import floatToGoString
 
 _SUFFIXES = {"counter": "_total"}
 
@@ -28,6 +28,23 @@ def _escape_help(text: str) -> str:
     return text.replace("\\", r"\\").replace("\n", r"\n")
 
 
+def go_float(value: float) -> str:
+    """A sample value as Prometheus (after Go's strconv) writes it: `+Inf`, `NaN`, `12.0`, `1.2345678e+07`."""
+    if type(value) is int and -1_000_000 < value < 1_000_000:  # most of ours (offsets, counts): no float needed
+        return f"{value}.0"
+    number = float(value)
+    if math.isinf(number):
+        return "+Inf" if number > 0 else "-Inf"
+    if math.isnan(number):
+        return "NaN"
+    text = repr(number)
+    dot = text.find(".")
+    if number > 0 and dot > 6:  # Go switches to an exponent sooner than Python's repr
+        mantissa = f"{text[0]}.{text[1:dot]}{text[dot + 1 :]}".rstrip("0.")
+        return f"{mantissa}e+{dot - 1:02d}"
+    return text
+
+
 def render(families: Iterable[Metric]) -> bytes:
     out: list[str] = []
     add = out.append
@@ -39,14 +56,11 @@ def render(families: Iterable[Metric]) -> bytes:
             labels = sample.labels
             if labels:
                 if len(labels) == 1:
-                    ((key, value),) = labels.items()
-                    label_text = f'{{{key}="{_escape_value(value)}"}}'
+                    ((key, label),) = labels.items()
+                    label_text = f'{{{key}="{_escape_value(label)}"}}'
                 else:
                     label_text = "{" + ",".join(f'{k}="{_escape_value(labels[k])}"' for k in sorted(labels)) + "}"
             else:
                 label_text = ""
-            value = sample.value
-            # floatToGoString's own answer for small integers (most of ours: offsets, counts), without the float
-            text = f"{value}.0" if type(value) is int and -1_000_000 < value < 1_000_000 else floatToGoString(value)
-            add(f"{sample.name}{label_text} {text}\n")
+            add(f"{sample.name}{label_text} {go_float(sample.value)}\n")
     return "".join(out).encode()
