@@ -3,7 +3,10 @@ parses with prometheus-client's own parser."""
 
 from __future__ import annotations
 
+import json
+import re
 import time
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
@@ -146,3 +149,32 @@ def test_dead_letters_and_retention_and_process_metrics_are_exposed(served: Thre
     assert value(samples, "kafkalite_retention_passes_total") >= 0
     assert value(samples, "kafkalite_broker_info", cluster_id=broker.cluster_id, node="0") == 1
     assert any(name == "process_resident_memory_bytes" for name, _ in samples)
+
+
+def test_every_metric_the_grafana_dashboard_queries_is_exported(served: ThreadedServer, browser: Browser) -> None:
+    dashboard = json.loads((Path(__file__).parents[2] / "docs" / "grafana-dashboard.json").read_text())
+    queried = set()
+    for panel in dashboard["panels"]:
+        for target in panel["targets"]:
+            queried |= set(re.findall(r"\b((?:kafka|kafkalite|process)_[a-z_]+)", target["expr"]))
+    for variable in dashboard["templating"]["list"]:
+        queried |= set(re.findall(r"\b((?:kafka|kafkalite|process)_[a-z_]+)", variable["definition"]))
+    served.call(served.broker.create_topic("dashboarded", 1))
+    served.call(served.broker.dead_letters.send("dashboarded", 0, None, b"v", [], ValueError("x")))
+    refused = AdminClient({"bootstrap.servers": served.bootstrap}).create_topics([NewTopic("dashboarded", 1)])
+    with pytest.raises(KafkaException):
+        refused["dashboarded"].result(30)  # an error in an answer
+    consumer = Consumer(
+        {"bootstrap.servers": served.bootstrap, "group.id": "dashboard", "auto.offset.reset": "earliest"}
+    )
+    try:
+        consumer.subscribe(["dashboarded"])
+        deadline = time.monotonic() + 60
+        while not consumer.assignment() and time.monotonic() < deadline:  # a rebalance, requests of every kind
+            consumer.poll(0.5)
+        consumer.commit(offsets=[TopicPartition("dashboarded", 0, 0)], asynchronous=False)
+    finally:
+        consumer.close()
+    exported = {name for name, _ in scrape(browser)}
+    assert queried
+    assert queried - exported == set()
