@@ -25,6 +25,7 @@ from prometheus_client.core import (
     Metric,
 )
 from prometheus_client.registry import Collector
+from prometheus_client.samples import Sample
 
 from kafkalite.broker import Broker, dead_letter_topic
 from kafkalite.broker.dead_letter import DLQ_SUFFIX, REPLAY_GROUP
@@ -39,6 +40,11 @@ def error_name(code: int) -> str:
         return ErrorCode(code).name.upper()
     except ValueError:
         return str(code)
+
+
+def _add(family: Metric, labels: dict[str, str], value: float) -> None:
+    """`add_metric` for the per-partition families, without rebuilding the labels: thousands of these a scrape."""
+    family.samples.append(Sample(family.name, labels, value))
 
 
 def _histogram(name: str, doc: str, labels: list[str]) -> HistogramMetricFamily:
@@ -100,10 +106,10 @@ class BrokerCollector(Collector):
                 total_in += partition.bytes_in
                 total_out += partition.bytes_out
                 total_messages += partition.messages_in
-                index = str(partition.index)
-                start.add_metric([name, index], partition.log_start_offset)
-                end.add_metric([name, index], partition.high_watermark)
-                size.add_metric([name, index], partition.log.size_bytes)
+                where = {"topic": name, "partition": str(partition.index)}
+                _add(start, where, partition.log_start_offset)
+                _add(end, where, partition.high_watermark)
+                _add(size, where, partition.log.size_bytes)
             bytes_in.add_metric([name], total_in)
             bytes_out.add_metric([name], total_out)
             messages_in.add_metric([name], total_messages)
@@ -169,9 +175,9 @@ class BrokerCollector(Collector):
             if topic is None or not 0 <= index < len(topic.partitions) or group == REPLAY_GROUP:
                 continue
             behind = max(0, topic.partitions[index].high_watermark - committed.offset)
-            values = [group, topic_name, str(index)]
-            current.add_metric(values, committed.offset)
-            lag.add_metric(values, behind)
+            where = {"consumergroup": group, "topic": topic_name, "partition": str(index)}
+            _add(current, where, committed.offset)
+            _add(lag, where, behind)
             sums[group, topic_name] += behind
         for (group, topic_name), total in sums.items():
             lag_sum.add_metric([group, topic_name], total)
