@@ -7,6 +7,9 @@
    - `on`: this tree with the console listening and `/metrics` scraped every second during the run (Prometheus's
      default interval is 15 s, so this is 15 times harsher).
    Ratios on ÷ off and on ÷ base, medians over rounds.
+   And the same broker in process (`--only embedded`): `Broker.produce` of a prepared batch and `Broker.fetch` of
+   it, base against this tree, each timed in its own subprocess, alternating: the counters' cost without sockets
+   or a client in the measurement.
 2. **Scrape time** of `/metrics` with `--partitions` partitions and `--groups` groups each committing offsets on
    `--group-partitions` partitions: the collector alone (in process) and the whole GET over HTTP.
 3. **Console page load** for a topic of `--messages` records (one partition): every page of the console, timed over
@@ -126,6 +129,58 @@ def hot_path(args: argparse.Namespace) -> None:
         )
 
 
+_EMBEDDED = """
+import asyncio, sys, time
+from kafkalite.broker import Broker
+from kafkalite.protocol.records import RecordToWrite, build_batch
+
+async def main(count):
+    async with Broker(None, fsync=False) as broker:
+        await broker.create_topic("hot", 1)
+        batch = build_batch([RecordToWrite(b"x" * 100, b"k")] * 10, now_ms=1)
+        began = time.perf_counter()
+        for _ in range(count):
+            await broker.produce("hot", 0, batch, acks=1)
+        produced = time.perf_counter() - began
+        began = time.perf_counter()
+        offset = 0
+        while offset < count * 10:
+            data = broker.fetch("hot", 0, offset, 1 << 20)
+            offset += (len(data.records) // len(batch)) * 10
+        fetched = time.perf_counter() - began
+        print(count / produced, count / fetched)
+
+asyncio.run(main(int(sys.argv[1])))
+"""
+
+
+def embedded(args: argparse.Namespace) -> None:
+    base_src = Path(tempfile.mkdtemp(prefix="bench-base-"))
+    subprocess.run(f"git archive {args.base} src | tar -x -C {base_src}", shell=True, check=True)
+    paths = {"base": str(base_src / "src"), "this": str(Path(__file__).resolve().parents[1] / "src")}
+    rates: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in paths}
+    for rnd in range(args.rounds):
+        for name, path in paths.items():
+            done = subprocess.run(
+                [sys.executable, "-c", _EMBEDDED, str(args.count // 10)],
+                env={"PYTHONPATH": path, "PATH": "/usr/bin:/bin"},
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            produce_rate, fetch_rate = map(float, done.stdout.split())
+            rates[name][0].append(produce_rate)
+            rates[name][1].append(fetch_rate)
+            print(
+                f"round {rnd + 1} {name}: {produce_rate:,.0f} produces/s {fetch_rate:,.0f} fetches/s", file=sys.stderr
+            )
+    print(f"\n### In process: {args.count // 10:,} produces of a 10-record batch, then fetches, {args.rounds} rounds")
+    print("| | base | this tree | this ÷ base |\n|---|---|---|---|")
+    for label, index in (("Broker.produce calls/s", 0), ("Broker.fetch calls/s", 1)):
+        base, this = statistics.median(rates["base"][index]), statistics.median(rates["this"][index])
+        print(f"| {label} | {base:,.0f} | {this:,.0f} | {this / base:.3f} |")
+
+
 async def _scrape_and_pages(args: argparse.Namespace) -> None:
     from kafkalite.broker import Broker
     from kafkalite.http import HttpServer
@@ -213,7 +268,7 @@ async def _scrape_and_pages(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", choices=["hot", "pages"], help="run one part only")
+    parser.add_argument("--only", choices=["hot", "embedded", "pages"], help="run one part only")
     parser.add_argument("--base", default="main", help="baseline revision for the hot path (git archive)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--count", type=int, default=200_000)
@@ -226,6 +281,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.only in (None, "hot"):
         hot_path(args)
+    if args.only in (None, "embedded"):
+        embedded(args)
     if args.only in (None, "pages"):
         asyncio.run(_scrape_and_pages(args))
 
