@@ -72,7 +72,7 @@ def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def lag_shown(page: object) -> int:
-    return int(page.locator("#total-lag").inner_text().replace("\u202f", ""))  # type: ignore[attr-defined]
+    return int(page.locator("#total-lag").inner_text().replace(",", ""))  # type: ignore[attr-defined]
 
 
 def consume(consumer: Consumer, count: int) -> int:

@@ -45,7 +45,10 @@ def test_every_page_is_a_stable_url_with_security_headers(served: ThreadedServer
         assert "default-src 'self'" in answer.headers["Content-Security-Policy"]
         assert answer.headers["X-Frame-Options"] == "DENY"
         assert "Local-only console" in answer.text
-    assert browser.get("/topics/missing").status == 404
+    missing = browser.get("/topics/missing")
+    assert missing.status == 404
+    assert "There is no topic 'missing'." in missing.text
+    assert browser.get("/no/such/page").status == 404
     assert browser.get("/groups/nobody").status == 404
     assert browser.get("/dead-letters/stable").status == 404
 

@@ -111,6 +111,8 @@ def test_guard_rules() -> None:
     assert not local.host_allowed(None)
     exposed = Guard("0.0.0.0")
     assert not exposed.local_only
+    assert not Guard("").local_only  # every interface
+    assert not Guard("::").local_only
     assert exposed.host_allowed("broker.internal:9644")
     host = "localhost:9644"
     token = local.token

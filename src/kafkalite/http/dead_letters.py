@@ -79,7 +79,7 @@ async def list_sources(request: web.Request) -> web.Response:
 def _source(broker: Broker, request: web.Request) -> str:
     source = request.match_info["topic"]
     if dead_letter_topic(source) not in broker.topics:
-        raise web.HTTPNotFound(text=f"topic {source!r} has no dead letters\n")
+        raise web.HTTPNotFound(text=f"Topic {source!r} has no dead letters.")
     return source
 
 

@@ -82,7 +82,7 @@ async def show_group(request: web.Request) -> web.Response:
     group = request.match_info["group"]
     described = broker.groups.describe(group)
     if described.state == "Dead" and not broker.offsets.committed(group):
-        raise web.HTTPNotFound(text=f"no consumer group {group!r}\n")
+        raise web.HTTPNotFound(text=f"There is no consumer group {group!r}.")
     members = [
         {
             "id": m.member_id,

@@ -51,7 +51,7 @@ class Guard:
     """The Host and write-token rules of one listener (see the module docstring)."""
 
     def __init__(self, bind_host: str) -> None:
-        self.local_only = is_loopback(bind_host) or bind_host == ""
+        self.local_only = is_loopback(bind_host)  # "" or 0.0.0.0 binds every interface: not local
         self.token = secrets.token_urlsafe(32)
 
     def host_allowed(self, host_header: str | None) -> bool:

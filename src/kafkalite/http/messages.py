@@ -152,7 +152,7 @@ async def browse(request: web.Request) -> web.Response:
     name = request.match_info["topic"]
     topic = broker.topics.get(name)
     if topic is None:
-        raise web.HTTPNotFound(text=f"no topic {name!r}\n")
+        raise web.HTTPNotFound(text=f"There is no topic {name!r}.")
     query = request.query
     partition = int_param(query.get("partition"), 0) or 0
     limit = min(max(int_param(query.get("limit"), DEFAULT_LIMIT) or DEFAULT_LIMIT, 1), MAX_LIMIT)

@@ -36,7 +36,7 @@ def human_bytes(size: int | float) -> str:
 
 
 def human_count(number: int | float) -> str:
-    return f"{number:,}".replace(",", "\u202f")  # narrow no-break space: thousands without locale ambiguity
+    return f"{number:,}"  # the same grouping the page's script uses when it updates a figure
 
 
 def timestamp(ms: int | None) -> str:

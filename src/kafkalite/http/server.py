@@ -133,6 +133,8 @@ async def _protect(request: web.Request, handler: Handler) -> web.StreamResponse
             return response
     try:
         response = await handler(request)
+    except web.HTTPNotFound as exc:  # an unknown page, topic, group: say so inside the console's own layout
+        response = page(request, "error.html", title="Not found", section="", status=404, message=exc.text or "")
     except web.HTTPException as exc:
         exc.headers.update(_SECURITY_HEADERS)
         raise

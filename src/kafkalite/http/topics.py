@@ -79,7 +79,7 @@ def _topic(broker: Broker, request: web.Request) -> Topic:
     name = request.match_info["topic"]
     topic = broker.topics.get(name)
     if topic is None:
-        raise web.HTTPNotFound(text=f"no topic {name!r}\n")
+        raise web.HTTPNotFound(text=f"There is no topic {name!r}.")
     return topic
 
 

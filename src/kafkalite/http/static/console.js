@@ -67,7 +67,7 @@ class RateChart {
     this.last = totals;
     for (const key of ["topics", "partitions", "messages", "connections"]) {
       const node = document.getElementById("stat-" + key);
-      if (node) node.textContent = totals[key].toLocaleString();
+      if (node) node.textContent = totals[key].toLocaleString("en-US");
     }
   }
 
@@ -75,7 +75,7 @@ class RateChart {
     const latest = this.samples[this.samples.length - 1];
     document.getElementById("rate-in").textContent = human(latest.in);
     document.getElementById("rate-out").textContent = human(latest.out);
-    document.getElementById("rate-msgs").textContent = Math.round(latest.msgs).toLocaleString() + " records/s in";
+    document.getElementById("rate-msgs").textContent = Math.round(latest.msgs).toLocaleString("en-US") + " records/s in";
     const peak = Math.max(1024, ...this.samples.map((s) => Math.max(s.in, s.out)));
     // until five minutes are collected the samples so far span the whole width
     const span = Math.max(this.samples.length - 1, 1);
