@@ -9,12 +9,14 @@ between the page and the post gets the refusal shown instead.
 
 from __future__ import annotations
 
+from collections import defaultdict
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
 from aiohttp import web
 
-from kafkalite.broker import EARLIEST, LATEST, Broker
+from kafkalite.broker import EARLIEST, LATEST, Broker, CommittedOffset
 from kafkalite.broker.dead_letter import REPLAY_GROUP
 from kafkalite.errors import GroupError, InvalidConfigError, KafkaLiteError
 from kafkalite.groups.consumer_protocol import decode_assignment
@@ -24,9 +26,15 @@ from kafkalite.http.server import console_of, form_of, page, redirect
 RESET_TARGETS = ("earliest", "latest", "time", "offset")
 
 
-def lag_rows(broker: Broker, group: str) -> list[dict[str, Any]]:
+def lag_rows(
+    broker: Broker, group: str, committed_offsets: Mapping[tuple[str, int], CommittedOffset] | None = None
+) -> list[dict[str, Any]]:
+    """Committed offset, end offset and lag of each partition the group committed (from `committed_offsets` when
+    the caller already has them: the list page reads the whole table once, not once per group)."""
+    if committed_offsets is None:
+        committed_offsets = broker.offsets.committed(group)
     rows = []
-    for (topic_name, index), committed in sorted(broker.offsets.committed(group).items()):
+    for (topic_name, index), committed in sorted(committed_offsets.items()):
         topic = broker.topics.get(topic_name)
         if topic is None or not 0 <= index < len(topic.partitions):
             end = None
@@ -57,19 +65,23 @@ def assignment_of(data: bytes, protocol_type: str) -> list[tuple[str, int]] | No
 
 async def list_groups(request: web.Request) -> web.Response:
     broker = console_of(request).broker
+    by_group: dict[str, dict[tuple[str, int], CommittedOffset]] = defaultdict(dict)
+    for (group, topic, partition), committed in broker.offsets.entries():
+        by_group[group][topic, partition] = committed
     rows = []
     for listing in sorted(broker.groups.list_groups(), key=lambda g: g.group_id):
         if listing.group_id == REPLAY_GROUP:
             continue
-        described = broker.groups.describe(listing.group_id)
-        lags = lag_rows(broker, listing.group_id)
+        # an Empty group has no members and no protocol chosen: only the others need describing
+        described = None if listing.state == "Empty" else broker.groups.describe(listing.group_id)
+        lags = lag_rows(broker, listing.group_id, by_group.get(listing.group_id, {}))
         rows.append(
             {
                 "id": listing.group_id,
-                "state": described.state,
+                "state": listing.state,
                 "protocol_type": listing.protocol_type,
-                "protocol": described.protocol_name,
-                "members": len(described.members),
+                "protocol": described.protocol_name if described is not None else "",
+                "members": len(described.members) if described is not None else 0,
                 "topics": sorted({row["topic"] for row in lags}),
                 "lag": sum(row["lag"] or 0 for row in lags),
             }
