@@ -183,6 +183,8 @@ def embedded(args: argparse.Namespace) -> None:
 
 
 async def _scrape_and_pages(args: argparse.Namespace) -> None:
+    from prometheus_client import generate_latest
+
     from kafkalite.broker import Broker
     from kafkalite.http import HttpServer
     from kafkalite.http.metrics import exposition, registry_for
@@ -206,10 +208,14 @@ async def _scrape_and_pages(args: argparse.Namespace) -> None:
 
             registry = registry_for(broker)
             collector: list[float] = []
+            reference: list[float] = []  # prometheus-client's own writer over the same families, alternating
             for _ in range(args.repeat):
                 began = time.perf_counter()
                 body = exposition(registry)
                 collector.append(time.perf_counter() - began)
+                began = time.perf_counter()
+                generate_latest(registry)
+                reference.append(time.perf_counter() - began)
             series = sum(1 for line in body.splitlines() if line and not line.startswith(b"#"))
 
             big = "big"
