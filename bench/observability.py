@@ -267,6 +267,10 @@ async def _scrape_and_pages(args: argparse.Namespace) -> None:
         f"collector + exposition in process: median {statistics.median(collector) * 1000:.1f} ms "
         f"(min {min(collector) * 1000:.1f}, max {max(collector) * 1000:.1f})"
     )
+    print(
+        f"collector + prometheus-client's generate_latest, alternating with it: median "
+        f"{statistics.median(reference) * 1000:.1f} ms (min {min(reference) * 1000:.1f})"
+    )
     print(f"\n### Console pages over HTTP, topic `{big}` of {args.messages:,} records, {args.repeat} loads each")
     print("| page | median ms | max ms |\n|---|---|---|")
     for page, took in loads.items():
