@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Consumer
 
 from kafkalite.server import ThreadedServer, run_in_thread
 
@@ -64,6 +65,18 @@ class Browser:
         """POST a form as a page of this console would (its token, its Origin); follows the redirect."""
         headers = {"Origin": self.base} if origin else {}
         return self.request("POST", path, {"csrf": self.token(), **data}, headers)
+
+
+def manual_consumer(bootstrap: str, group: str) -> Consumer:
+    """A confluent-kafka group consumer from the earliest offset that commits only when told to."""
+    return Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
 
 
 @pytest.fixture

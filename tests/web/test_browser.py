@@ -20,6 +20,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from kafkalite.server import ThreadedServer, run_in_thread
 
+from .conftest import manual_consumer
+
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(240)]
 
 playwright_api = pytest.importorskip("playwright.sync_api")
@@ -135,14 +137,7 @@ def test_console_story_in_chromium(served: ThreadedServer, chromium: object, sho
     assert page.locator('#records .record[data-offset="100"] .key').inner_text() == "key from-the-console"
 
     # a group consumes: its lag falls as it commits
-    consumer = Consumer(
-        {
-            "bootstrap.servers": served.bootstrap,
-            "group.id": "e2e-readers",
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-        }
-    )
+    consumer = manual_consumer(served.bootstrap, "e2e-readers")
     lags = []
     try:
         consumer.subscribe(["e2e-orders"])

@@ -8,11 +8,11 @@ import re
 import time
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer, TopicPartition
 
 from kafkalite.server import ThreadedServer
 
-from .conftest import Browser
+from .conftest import Browser, manual_consumer
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
 
@@ -167,14 +167,7 @@ def test_only_local_host_names_are_answered(browser: Browser) -> None:
 def test_group_lag_and_offset_reset(served: ThreadedServer, browser: Browser) -> None:
     served.call(served.broker.create_topic("laggy", 1))
     produce_json(served, "laggy", 30)
-    consumer = Consumer(
-        {
-            "bootstrap.servers": served.bootstrap,
-            "group.id": "resetters",
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-        }
-    )
+    consumer = manual_consumer(served.bootstrap, "resetters")
     try:
         consumer.subscribe(["laggy"])
         deadline = time.monotonic() + 60

@@ -15,7 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from kafkalite.server import ThreadedServer
 
-from .conftest import Browser
+from .conftest import Browser, manual_consumer
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
 
@@ -64,14 +64,7 @@ def test_counts_bytes_lag_and_errors_match_what_real_clients_did(served: Threade
     assert value(before, "kafkalite_log_flush_seconds_count") >= 1
     assert value(before, "kafkalite_log_flush_batch_appends_sum") >= 2
 
-    consumer = Consumer(
-        {
-            "bootstrap.servers": served.bootstrap,
-            "group.id": "metered-readers",
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-        }
-    )
+    consumer = manual_consumer(served.bootstrap, "metered-readers")
     try:
         consumer.subscribe(["metered"])
         seen = 0
