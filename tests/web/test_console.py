@@ -232,3 +232,32 @@ def test_dead_letters_preview_then_replay(served: ThreadedServer, browser: Brows
     assert [p.high_watermark for p in broker.topics["payments"].partitions] == [1, 2]
     again = browser.get("/dead-letters/payments?preview=1")
     assert "Nothing to replay" in again.text
+
+
+def test_bad_input_gets_a_clear_answer_and_changes_nothing(served: ThreadedServer, browser: Browser) -> None:
+    served.call(served.broker.create_topic("strict", 1, {"max.message.bytes": "1024"}))
+    for path, expected in (
+        ("/topics/strict/messages?partition=x", "not a whole number"),
+        ("/topics/strict/messages?partition=-1", "has no partition"),
+        ("/topics/strict/messages?time=yesterday", "ISO date-time"),
+    ):
+        answer = browser.get(path)
+        assert answer.status == 400, path
+        assert expected in answer.text, path
+    huge = browser.post("/topics/strict/messages", {"value": "x" * 5000})
+    assert "Not produced" in huge.text
+    assert "max.message.bytes" in huge.text
+    missing = browser.post("/topics/absent/messages", {"value": "x"})
+    assert "Not produced" in missing.text
+    assert "absent" not in served.broker.topics
+    bad_count = browser.post("/topics", {"name": "counted", "partitions": "many"})
+    assert "partitions must be a whole number" in bad_count.text
+    bad_config = browser.post("/topics", {"name": "configured", "partitions": "1", "configs": "retention.ms"})
+    assert "not key=value" in bad_config.text
+    unknown = browser.post("/groups/nobody/reset", {"topic": "absent", "to": "latest"})
+    assert "Offsets not reset" in unknown.text
+    wrong_target = browser.post("/groups/nobody/reset", {"topic": "strict", "to": "tomorrow"})
+    assert "reset to one of" in wrong_target.text
+    assert set(served.broker.topics) == {"__consumer_offsets", "strict"}
+    assert served.broker.offsets.committed("nobody") == {}
+    assert browser.get("/healthz").status == 200  # and the broker serves on
