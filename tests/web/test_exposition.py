@@ -168,3 +168,14 @@ def test_display_helpers() -> None:
     assert as_json(b"\xff\xfe") is None
     assert as_hex(b"AB\x00") == "00000000  41 42 00" + " " * 41 + "AB."
     assert as_hex(b"x" * 40, limit=16).endswith("… 24 more bytes")
+
+
+def test_render_of_families_freed_as_it_goes_never_mixes_up_their_labels() -> None:
+    def one_at_a_time():  # type: ignore[no-untyped-def]
+        for i in range(200):  # each family (and its labels dict) is garbage once the next is asked for
+            family = GaugeMetricFamily(f"g{i}", "doc", labels=["n"])
+            family.add_metric([str(i)], i)
+            yield family
+
+    lines = render(one_at_a_time()).decode().splitlines()
+    assert [line for line in lines if not line.startswith("#")] == [f'g{i}{{n="{i}"}} {i}.0' for i in range(200)]

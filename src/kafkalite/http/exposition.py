@@ -45,9 +45,20 @@ def go_float(value: float) -> str:
     return text
 
 
+def _labels_text(labels: dict[str, str]) -> str:
+    if len(labels) == 1:
+        ((key, value),) = labels.items()
+        return f'{{{key}="{_escape_value(value)}"}}'
+    return "{" + ",".join(f'{key}="{_escape_value(labels[key])}"' for key in sorted(labels)) + "}"
+
+
 def render(families: Iterable[Metric]) -> bytes:
     out: list[str] = []
     add = out.append
+    # The collector shares one labels dict between the families of a row (a partition's start, end and size; a
+    # group's offset and lag): each is rendered once. Keyed by identity; the cache holds each dict, so no id is
+    # reused by another dict during the call even when earlier families are already freed (a lazy collect).
+    rendered: dict[int, tuple[dict[str, str], str]] = {}
     for family in families:
         name = family.name + _SUFFIXES.get(family.type, "")
         kind = family.type if family.type in ("counter", "gauge", "histogram", "summary") else "untyped"
@@ -55,11 +66,10 @@ def render(families: Iterable[Metric]) -> bytes:
         for sample in family.samples:
             labels = sample.labels
             if labels:
-                if len(labels) == 1:
-                    ((key, label),) = labels.items()
-                    label_text = f'{{{key}="{_escape_value(label)}"}}'
-                else:
-                    label_text = "{" + ",".join(f'{k}="{_escape_value(labels[k])}"' for k in sorted(labels)) + "}"
+                cached = rendered.get(id(labels))
+                if cached is None:
+                    cached = rendered[id(labels)] = (labels, _labels_text(labels))
+                label_text = cached[1]
             else:
                 label_text = ""
             add(f"{sample.name}{label_text} {go_float(sample.value)}\n")
