@@ -17,14 +17,13 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
+from playwright import sync_api as playwright_api
 
 from kafkalite.server import ThreadedServer, run_in_thread
 
 from .conftest import manual_consumer
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(240)]
-
-playwright_api = pytest.importorskip("playwright.sync_api")
 
 CHROMIUM = os.environ.get("KAFKALITE_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -50,7 +49,7 @@ PAGES = {
 
 
 @pytest.fixture(scope="module")
-def chromium() -> Iterator[object]:
+def chromium() -> Iterator[playwright_api.Browser]:
     assert shutil.which(CHROMIUM) or Path(CHROMIUM).exists(), (
         f"{CHROMIUM} not found: install Debian's chromium (apt-get install chromium chromium-driver; .ci/run does)"
     )
@@ -73,8 +72,8 @@ def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("console-screenshots")
 
 
-def lag_shown(page: object) -> int:
-    return int(page.locator("#total-lag").inner_text().replace(",", ""))  # type: ignore[attr-defined]
+def lag_shown(page: playwright_api.Page) -> int:
+    return int(page.locator("#total-lag").inner_text().replace(",", ""))
 
 
 def consume(consumer: Consumer, count: int) -> int:
@@ -87,8 +86,8 @@ def consume(consumer: Consumer, count: int) -> int:
     return seen
 
 
-def test_console_story_in_chromium(served: ThreadedServer, chromium: object, shots: Path) -> None:
-    context = chromium.new_context(viewport={"width": 1280, "height": 900})  # type: ignore[attr-defined]
+def test_console_story_in_chromium(served: ThreadedServer, chromium: playwright_api.Browser, shots: Path) -> None:
+    context = chromium.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
     errors: list[str] = []
     page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
@@ -204,14 +203,14 @@ def test_console_story_in_chromium(served: ThreadedServer, chromium: object, sho
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_every_page_light_and_dark_and_at_phone_width(
-    served: ThreadedServer, chromium: object, shots: Path, scheme: str
+    served: ThreadedServer, chromium: playwright_api.Browser, shots: Path, scheme: str
 ) -> None:
     if "e2e-orders" not in served.broker.topics:  # run alone: give the pages something to show
         served.call(served.broker.create_topic("e2e-orders", 2))
         served.call(served.broker.dead_letters.send("e2e-orders", 0, b"k", b"v", [], ValueError("x")))
     base = served.http_url.rstrip("/")
     for width, height, suffix in ((1280, 900, ""), (390, 844, "-phone")):
-        context = chromium.new_context(  # type: ignore[attr-defined]
+        context = chromium.new_context(
             color_scheme=scheme, viewport={"width": width, "height": height}, device_scale_factor=1
         )
         page = context.new_page()
