@@ -160,7 +160,10 @@ def test_display_helpers() -> None:
     assert human_bytes(1536) == "1.5 KiB"
     assert human_bytes(5 * 1024**3) == "5.0 GiB"
     assert retention("-1") == "forever"
-    assert retention("604800000") == "7d 0h 0m"
+    assert retention("604800000") == "7d"
+    assert retention("5400000") == "1h 30m"
+    assert retention("90061000") == "1d 1h"  # the two largest units
+    assert retention("0") == "0s"
     assert timestamp(-1) == "—"
     assert timestamp(0) == "1970-01-01 00:00:00.000 UTC"
     assert as_json(b'{"a":[1,2]}') == '{\n  "a": [\n    1,\n    2\n  ]\n}'

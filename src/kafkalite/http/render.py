@@ -47,15 +47,15 @@ def timestamp(ms: int | None) -> str:
 
 
 def duration(seconds: float) -> str:
-    seconds = int(seconds)
-    days, rest = divmod(seconds, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    if days:
-        return f"{days}d {hours}h {minutes}m"
-    if hours:
-        return f"{hours}h {minutes}m {secs}s"
-    return f"{minutes}m {secs}s" if minutes else f"{secs}s"
+    """`7d`, `2h 30m`, `5m 3s`, `0s`: the two largest units, zeros left out."""
+    rest = int(seconds)
+    parts: list[tuple[int, str]] = []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        count, rest = divmod(rest, size)
+        if count or parts:
+            parts.append((count, unit))
+    shown = [f"{count}{unit}" for count, unit in parts[:2] if count]
+    return " ".join(shown) or "0s"
 
 
 def retention(ms: str) -> str:
