@@ -107,7 +107,7 @@ async def show_topic(request: web.Request) -> web.Response:
         topic=topic_row(topic),
         topic_id=str(topic.topic_id),
         partitions=partitions,
-        configs=topic.config.describe(),
+        configs=sorted(topic.config.describe(), key=lambda e: (e.is_default, e.name)),  # what was set comes first
         dead_letters=sum(p.message_count for p in dlq.partitions) if dlq is not None else None,
     )
 
