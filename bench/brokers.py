@@ -249,7 +249,7 @@ def _mock() -> Iterator[Running]:
 def _kafkalite_argv(fsync: str) -> Callable[[int, Path], list[str]]:
     kafkalite = str(Path(sys.executable).with_name("kafkalite"))
     return lambda port, data_dir: [
-        *[kafkalite, "serve", "--host", HOST, "--port", str(port), "--data-dir", str(data_dir)],
+        *[kafkalite, "serve", "--host", HOST, "--port", str(port), "--data-dir", str(data_dir), "--no-http"],
         *["--fsync", fsync, "--log-level", "WARNING"],
     ]
 

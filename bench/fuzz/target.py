@@ -46,7 +46,7 @@ class Target:
 def served_broker(log_path: Path, *extra_args: str) -> Iterator[Target]:
     """Start `kafkalite serve --data-dir memory` on a free port; SIGTERM it (then kill) when done."""
     command = [sys.executable, "-m", "kafkalite", "serve", "--host", "127.0.0.1", "--port", "0"]
-    command += ["--data-dir", "memory", "--fsync", "never", *extra_args]
+    command += ["--data-dir", "memory", "--fsync", "never", "--no-http", *extra_args]  # no fixed console port
     with log_path.open("w") as log:
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, text=True)
     try:

@@ -17,7 +17,10 @@ from pathlib import Path
 
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 30.0
-READY = re.compile(r"^KafkaLite ready on (?P<host>\S+):(?P<port>\d+) \(data: (?P<data>.*), (?P<fsync>[^,]*)\)$")
+READY = re.compile(
+    r"^KafkaLite ready on (?P<host>\S+):(?P<port>\d+) \(data: (?P<data>.*), (?P<fsync>[^,]*)\)"
+    r"(; console (?P<console>\S+))?$"
+)
 
 
 def serve_command(*args: str) -> list[str]:
@@ -25,7 +28,10 @@ def serve_command(*args: str) -> list[str]:
 
 
 class ServedBroker:
-    """One `kafkalite serve` process at a time over `data_dir`; `extra_args` go on every command line."""
+    """One `kafkalite serve` process at a time over `data_dir`; `extra_args` go on every command line.
+
+    The console listener is off (`--no-http`) unless `extra_args` ask for it with `--http-port` (use 0: parallel
+    test runs must never share a fixed port)."""
 
     def __init__(self, data_dir: Path, log_path: Path, *extra_args: str) -> None:
         self.data_dir = data_dir
@@ -34,6 +40,7 @@ class ServedBroker:
         self.port = 0
         self.process: subprocess.Popen[str] | None = None
         self.ready_line = ""
+        self.console_url: str | None = None
 
     @property
     def bootstrap(self) -> str:
@@ -42,8 +49,9 @@ class ServedBroker:
     def start(self) -> ServedBroker:
         """Start (or restart, on the same port) and wait for the ready line."""
         assert self.process is None or self.process.poll() is not None, "already running"
+        http = () if "--http-port" in self.extra_args else ("--no-http",)
         command = serve_command(
-            "--host", "127.0.0.1", "--port", str(self.port), "--data-dir", str(self.data_dir), *self.extra_args
+            "--host", "127.0.0.1", "--port", str(self.port), "--data-dir", str(self.data_dir), *http, *self.extra_args
         )
         with self.log_path.open("a") as log:
             self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, text=True)
@@ -57,6 +65,7 @@ class ServedBroker:
         ready = READY.match(self.ready_line)
         assert ready, f"unexpected ready line {self.ready_line!r}; log:\n{self.log()}"
         self.port = int(ready["port"])
+        self.console_url = ready["console"]
         return self
 
     def stop(self, signum: int = signal.SIGTERM) -> int:

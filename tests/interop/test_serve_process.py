@@ -45,7 +45,7 @@ def test_busy_port_exits_non_zero_with_one_line() -> None:
         taken.listen()
         port = taken.getsockname()[1]
         done = subprocess.run(
-            serve_command("--host", "127.0.0.1", "--port", str(port), "--data-dir", "memory"),
+            serve_command("--host", "127.0.0.1", "--port", str(port), "--data-dir", "memory", "--no-http"),
             capture_output=True,
             text=True,
             timeout=30,

@@ -16,7 +16,8 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from itertools import islice
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -24,6 +25,7 @@ from typing import Any, Self
 from kafkalite.broker.dead_letter import DeadLetterQueue
 from kafkalite.broker.group_service import GroupService
 from kafkalite.broker.log_cleaner import LogCleaner
+from kafkalite.broker.log_reader import scan_records
 from kafkalite.broker.metadata_store import MetadataStore, new_cluster_id
 from kafkalite.broker.offsets import OFFSETS_TOPIC, OffsetManager
 from kafkalite.broker.partition import FetchData, Partition, ProduceResult
@@ -39,7 +41,9 @@ from kafkalite.errors import (
     UnknownTopicError,
 )
 from kafkalite.groups import GroupConfig
-from kafkalite.storage import Log, MemoryLog, PartitionLog
+from kafkalite.protocol.records import Record, RecordToWrite, build_batch
+from kafkalite.stats import BrokerStats
+from kafkalite.storage import MemoryLog, PartitionLog
 
 logger = logging.getLogger("kafkalite.broker")
 
@@ -78,6 +82,7 @@ class Broker:
         self._long_polls: set[asyncio.Future[None]] = set()
         self._interrupted = False
         self._admin_lock = asyncio.Lock()  # topic create/delete/grow/alter: one at a time, each all or nothing
+        self.stats = BrokerStats()  # counters read by `/metrics`; the wire server bumps its request counters here
         self._started = False
         self._closed = False
 
@@ -91,6 +96,11 @@ class Broker:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.close()
+
+    @property
+    def running(self) -> bool:
+        """Started and not closed: serving produce, fetch and groups."""
+        return self._started and not self._closed
 
     @property
     def data_dir(self) -> Path | None:
@@ -325,12 +335,14 @@ class Broker:
             ]
         data_dir = self.data_dir
 
-        def open_logs() -> list[Log]:
+        def open_logs() -> list[PartitionLog]:
             return [
                 PartitionLog.open(data_dir / f"{topic.name}-{i}", log_config, fsync=self.config.fsync) for i in indexes
             ]
 
         logs = await asyncio.to_thread(open_logs)
+        for log in logs:
+            log.sync_stats = self.stats.sync
         return [
             Partition(topic.name, i, log, topic.config, self._producer_id_limit)
             for i, log in zip(indexes, logs, strict=True)
@@ -418,6 +430,35 @@ class Broker:
         logger.info("Deleted records of %s-%d before offset %d", topic, partition, offset)
         return target.log_start_offset
 
+    # --- reading and writing records for people (the console) -------------------------------------------------
+
+    def read_records(self, topic: str, partition: int, offset: int, max_records: int) -> list[Record]:
+        """Up to `max_records` decoded records from `offset` on (clamped to the log start): the console's message
+        browser. Reads only the batches it returns, through the offset index, never the whole log; not counted as
+        fetched bytes."""
+        return list(islice(self.iter_records(topic, partition, offset), max(0, max_records)))
+
+    def iter_records(self, topic: str, partition: int, offset: int) -> Iterator[Record]:
+        """Decoded records from `offset` on, read a batch at a time as the caller asks for more (a bounded search
+        stops taking them; nothing is read ahead beyond one read chunk)."""
+        return scan_records(self.partition(topic, partition).log, offset)
+
+    async def produce_record(
+        self,
+        topic: str,
+        partition: int,
+        value: bytes | None,
+        key: bytes | None = None,
+        headers: Sequence[tuple[str, bytes | None]] = (),
+    ) -> ProduceResult:
+        """Append one record built here (a test message from the console), durably like acks=all."""
+        batch = build_batch([RecordToWrite(value, key, list(headers))], now_ms=int(time.time() * 1000))
+        return await self.produce(topic, partition, batch, acks=-1)
+
+    def size_bytes(self) -> int:
+        """Bytes held by every partition log (the console's disk use)."""
+        return sum(partition.log.size_bytes for topic in self.topics.values() for partition in topic.partitions)
+
     # --- idempotent producers ---------------------------------------------------------------------------------
 
     async def init_producer_id(
@@ -470,6 +511,7 @@ class Broker:
         log_config = log_settings(config)
         for index in range(int(document["partitions"])):
             log = PartitionLog.open(data_dir / f"{name}-{index}", log_config, fsync=self.config.fsync)
+            log.sync_stats = self.stats.sync
             topic.partitions.append(Partition(name, index, log, config, self._producer_id_limit))
         self.topics[name] = topic
         self._topics_by_id[topic.topic_id] = topic
@@ -480,6 +522,7 @@ class Broker:
             try:
                 self.apply_retention()
             except Exception:  # a failed pass (say, a segment file that would not go) must not end retention
+                self.stats.retention.failures += 1
                 logger.exception("Retention pass failed; retrying in %ss", self.config.retention_check_interval_s)
 
     def apply_retention(self, now_ms: int | None = None) -> int:
@@ -491,6 +534,8 @@ class Broker:
                 continue
             for partition in topic.partitions:
                 deleted += partition.log.apply_retention(now)
+        self.stats.retention.passes += 1
+        self.stats.retention.segments_deleted += deleted
         if deleted:
             logger.info("Retention deleted %d segments", deleted)
         return deleted

@@ -13,6 +13,7 @@ import builtins
 import logging
 import time
 from collections.abc import Iterator
+from itertools import islice
 from typing import TYPE_CHECKING
 
 from kafkalite.broker.dead_letter_format import (
@@ -105,6 +106,16 @@ class DeadLetterQueue:
             for partition in dlq.partitions
             for letter in self._read(dlq.name, partition.index, partition.log_start_offset)
         ]
+
+    def read(self, topic: str, partition: int, start: int, limit: int) -> tuple[DeadLetter, ...]:
+        """One page: up to `limit` dead letters of `topic` in DLQ partition `partition` from offset `start` on."""
+        return tuple(islice(self._read(dead_letter_topic(topic), partition, start), max(0, limit)))
+
+    def replay_position(self, topic: str, partition: int) -> int:
+        """The first offset of DLQ partition `partition` that a full `replay` (every group's letters) has not
+        reached."""
+        dlq = self._broker.partition(dead_letter_topic(topic), partition)
+        return max(dlq.log_start_offset, self._progress(dlq.topic, partition).get(REPLAY_GROUP, 0))
 
     async def replay(self, topic: str, *, group: str | None = None, dry_run: bool = False) -> builtins.list[Replay]:
         """Deliver the dead letters of `topic` not replayed yet again, each to the group that failed it (see

@@ -61,6 +61,7 @@ class GroupService:
         self._waiting: dict[int, asyncio.Future[Any]] = {}
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at: int | None = None
+        self.rebalances: dict[str, int] = {}  # group -> completed rebalances (generations), for `/metrics`
 
     async def join(self, group_id: str, member_id: str, **request: Any) -> JoinResult:
         """JoinGroup: wait until the rebalance completes (or fails) and return this member's reply."""
@@ -69,9 +70,12 @@ class GroupService:
         self._settle()
         if future is None:
             assert isinstance(outcome, JoinResult)
-            return outcome
-        result: JoinResult = await future
-        if result.error_code == 0:
+            result = outcome
+        else:
+            result = await future
+        if result.error_code == 0 and result.leader_id == result.member_id:  # one leader per generation
+            self.rebalances[group_id] = self.rebalances.get(group_id, 0) + 1
+        if result.error_code == 0 and future is not None:
             logger.info(
                 "Group %s generation %d: member %s joined%s",
                 group_id,

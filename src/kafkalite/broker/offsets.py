@@ -128,6 +128,10 @@ class OffsetManager:
     def groups(self) -> set[str]:
         return {group for group, _, _ in self._table}
 
+    def entries(self) -> list[tuple[OffsetKey, CommittedOffset]]:
+        """Every committed offset of every group, in one pass (lag at scrape time)."""
+        return list(self._table.items())
+
     async def commit(
         self, group: str, topic: str, partition: int, offset: int, metadata: str = "", leader_epoch: int = -1
     ) -> None:

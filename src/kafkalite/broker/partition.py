@@ -80,6 +80,10 @@ class Partition:
         self._producer_id_limit = producer_id_limit
         self._waiters: set[asyncio.Future[None]] = set()
         self._max_timestamp = -1
+        # `/metrics` counters (kafka.server:type=BrokerTopicMetrics), bumped once per produce and per fetch read
+        self.bytes_in = 0
+        self.messages_in = 0
+        self.bytes_out = 0
         self._rebuild_producer_state()
 
     def __repr__(self) -> str:
@@ -137,6 +141,8 @@ class Partition:
                     self.producers.observe(header._replace(base_offset=base))
                 first_offset = base if first_offset < 0 else first_offset
                 last_offset = last
+                self.messages_in += header.last_offset_delta + 1
+        self.bytes_in += len(records)
         self._wake_readers()
         logger.debug("appended offsets %d..%d to %s-%d", first_offset, last_offset, self.topic, self.index)
         return ProduceResult(first_offset, last_offset, append_time, self.log.log_start_offset)
@@ -178,6 +184,7 @@ class Partition:
 
     def read(self, offset: int, max_bytes: int) -> FetchData:
         records = self.log.read(offset, max_bytes)
+        self.bytes_out += len(records)
         end = self.log.log_end_offset
         return FetchData(records, end, self.log.log_start_offset, end)
 

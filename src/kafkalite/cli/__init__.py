@@ -3,7 +3,8 @@
 One module per command group, each holding a click command that `kafkalite.cli.main` adds to the `kafkalite`
 group:
 
-    kafkalite serve [--host H] [--port 9092] [--data-dir ./data] [--fsync always|never] ...   (cli/serve.py)
+    kafkalite serve [--host H] [--port 9092] [--data-dir ./data] [--fsync always|never]
+                    [--http-port 9644] [--http-host localhost] [--no-http] ...               (cli/serve.py)
     kafkalite demo  [--messages N] [--data-dir DIR]                                           (cli/demo.py)
     kafkalite topics list|describe|create|alter|delete ...   -b HOST:PORT                    (cli/topics.py)
     kafkalite produce TOPIC [-K SEP] [-H K=V] [-p N] [--file F]                               (cli/produce.py)

@@ -1,7 +1,8 @@
 """`kafkalite serve`: the Kafka wire protocol on a TCP port until SIGINT or SIGTERM.
 
-The ready line `KafkaLite ready on HOST:PORT (data: DIR, fsync ...)` goes to stdout once the listener is bound, so a
-parent process (a test harness, a supervisor) can wait for it and read the chosen port.
+The ready line `KafkaLite ready on HOST:PORT (data: DIR, fsync ...)` goes to stdout once the listeners are bound, so
+a parent process (a test harness, a supervisor) can wait for it and read the chosen port. With the HTTP listener on
+(the default, `--http-port 9644`; `--no-http` turns it off) the line ends with `; console http://HOST:PORT/`.
 """
 
 from __future__ import annotations
@@ -46,6 +47,17 @@ if TYPE_CHECKING:
 )
 @click.option("--log-level", type=LOG_LEVELS, default="INFO", show_default=True)
 @click.option("--log-file", default=None, type=click.Path(dir_okay=False), help="Also write log lines here.")
+@click.option(
+    "--http-port",
+    default=9644,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="Web console and /metrics port; 0 picks a free port.",
+)
+@click.option(
+    "--http-host", default="localhost", show_default=True, help="Console address; a non-loopback one serves others."
+)
+@click.option("--no-http", is_flag=True, help="No web console and no /metrics.")
 def serve(
     host: str,
     port: int,
@@ -57,8 +69,11 @@ def serve(
     log_cleaner_io_max_bytes_per_second: float | None,
     log_level: str,
     log_file: str | None,
+    http_port: int,
+    http_host: str,
+    no_http: bool,
 ) -> None:
-    """Serve the Kafka wire protocol until SIGINT or SIGTERM."""
+    """Serve the Kafka wire protocol (and the web console with /metrics) until SIGINT or SIGTERM."""
     configure_logging(log_level, log_file)
     _raise_open_file_limit()
     import_kio_without_hypothesis()
@@ -73,9 +88,12 @@ def serve(
         default_partitions=num_partitions,
         log_cleaner_io_max_bytes_per_second=log_cleaner_io_max_bytes_per_second,
     )
+    http = None if no_http else (http_host, http_port)
     try:
-        run(_serve(config, host, port, advertised_host))
+        run(_serve(config, host, port, advertised_host, http))
     except KafkaLiteError as exc:
+        fail(str(exc))
+    except _ListenError as exc:
         fail(str(exc))
     except OSError as exc:
         if exc.filename is not None:  # the data directory (or a file in it), not the listening socket
@@ -100,7 +118,13 @@ def _raise_open_file_limit() -> None:
     logging.getLogger("kafkalite.server").debug("open-file limit raised from %d to %d", soft, hard)
 
 
-async def _serve(config: BrokerConfig, host: str, port: int, advertised_host: str | None) -> None:
+class _ListenError(Exception):
+    """A listener could not bind: one line for the user."""
+
+
+async def _serve(
+    config: BrokerConfig, host: str, port: int, advertised_host: str | None, http: tuple[str, int] | None
+) -> None:
     from kafkalite.broker import Broker
     from kafkalite.server import KafkaServer
 
@@ -111,9 +135,27 @@ async def _serve(config: BrokerConfig, host: str, port: int, advertised_host: st
             loop.add_signal_handler(signum, stop.set)
     async with Broker(config=config) as broker:
         server = KafkaServer(broker, host, port, advertised_host=advertised_host)
-        await server.start()
+        try:
+            await server.start()
+        except OSError as exc:
+            raise _ListenError(f"cannot serve on {host}:{port}: {exc.strerror or exc}") from None
+        console = None
+        if http is not None:
+            from kafkalite.http import HttpServer  # only when asked: aiohttp and friends cost start-up time
+
+            console = HttpServer(broker, http[0], http[1], listeners=[f"kafka://{server.bootstrap}"])
+            try:
+                await console.start()
+            except OSError as exc:
+                await server.close()
+                raise _ListenError(f"cannot serve the console on {http[0]}:{http[1]}: {exc.strerror or exc}") from None
         where = config.data_dir if config.data_dir is not None else "memory only"
         fsync = "fsync before acks=all" if config.fsync else "no fsync"
-        print(f"KafkaLite ready on {server.advertised_host}:{server.port} (data: {where}, {fsync})", flush=True)
+        web = f"; console {console.url}" if console is not None else ""
+        print(f"KafkaLite ready on {server.advertised_host}:{server.port} (data: {where}, {fsync}){web}", flush=True)
         await stop.wait()
+        if console is not None:
+            console.kafka_ready = False  # /readyz says 503 from the first moment of the shutdown
         await server.close()
+        if console is not None:
+            await console.close()

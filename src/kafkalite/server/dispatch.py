@@ -18,8 +18,12 @@ writes that answer in its place in the request order while it goes on with the n
 
 from __future__ import annotations
 
+import dataclasses
+import types
+import typing
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
+from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
 from kafkalite.errors import ProtocolError
@@ -31,6 +35,7 @@ from kafkalite.protocol.wire import (
     decode_request_header,
     peek_request,
 )
+from kafkalite.stats import ApiStats
 
 if TYPE_CHECKING:
     from kafkalite.broker import Broker
@@ -56,6 +61,15 @@ class Registration:
     api_key: int
     versions: range
     handler: Handler
+
+    @property
+    def name(self) -> str:
+        """Kafka's name for the API ("Produce", "FindCoordinator"), as its request metrics label it."""
+        try:
+            words = ApiKey(self.api_key).name
+        except ValueError:  # not named in ApiKey: the handler is named after its API
+            words = self.handler.__name__
+        return "".join(word.capitalize() for word in words.lower().split("_"))
 
 
 _registry: dict[int, Registration] = {}
@@ -116,6 +130,7 @@ async def dispatch(
     Raises `ProtocolError` for unknown API keys, unsupported versions (except ApiVersions, which gets the v0
     fallback reply) and undecodable bytes.
     """
+    began = perf_counter()
     api_key, version, correlation_id = peek_request(frame)
     registration = _registry.get(api_key)
     if registration is None:
@@ -127,13 +142,68 @@ async def dispatch(
     schema = api_schema(api_key, version)
     header, offset = decode_request_header(frame, schema.request_header_version)
     request = schema.decode(frame, offset)
+    stats = broker.stats.requests.apis.get(api_key) or broker.stats.requests.api(api_key, registration.name)
+    stats.requests += 1
     response = await registration.handler(RequestContext(broker, server, header, schema, client_host), request)
     if response is None:
+        stats.latency.observe(perf_counter() - began)
         return None
     if type(response) is AfterDurable:
-        return _encode_when_ready(schema, correlation_id, response.response)
-    return schema.encode_response(correlation_id, response)
+        return _encode_when_ready(schema, correlation_id, response.response, stats, began)
+    count_errors(response, stats.errors)
+    encoded = schema.encode_response(correlation_id, response)
+    stats.latency.observe(perf_counter() - began)
+    return encoded
 
 
-async def _encode_when_ready(schema: ApiSchema, correlation_id: int, response: Awaitable[Any]) -> bytes:
-    return schema.encode_response(correlation_id, await response)
+async def _encode_when_ready(
+    schema: ApiSchema, correlation_id: int, response: Awaitable[Any], stats: ApiStats, began: float
+) -> bytes:
+    answer = await response
+    count_errors(answer, stats.errors)
+    encoded = schema.encode_response(correlation_id, answer)
+    stats.latency.observe(perf_counter() - began)
+    return encoded
+
+
+# Per response class: its error-code fields, and the fields holding tuples (which may hold nested entities).
+_error_plans: dict[type, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+
+
+def count_errors(response: Any, counts: dict[int, int]) -> None:
+    """Add every non-zero `error_code` of a kio response (at any depth) to `counts`: Kafka's ErrorsPerSec.
+
+    A pre-encoded answer (`bytes`, the Produce template) is the no-error answer and is skipped. Each class's fields
+    are looked up once, so the walk is a few attribute reads per entity of the answer.
+    """
+    if type(response) is bytes:
+        return
+    plan = _error_plans.get(type(response))
+    if plan is None:
+        plan = _error_plans[type(response)] = _plan(response)
+    errors, children = plan
+    for name in errors:
+        code = getattr(response, name)
+        if code:
+            code = int(code)
+            counts[code] = counts.get(code, 0) + 1
+    for name in children:
+        for child in getattr(response, name) or ():
+            count_errors(child, counts)
+
+
+def _plan(entity: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(error-code fields, fields typed as a tuple of entities, nullable or not) of a kio entity's class."""
+    if not dataclasses.is_dataclass(entity):
+        return (), ()
+    errors: list[str] = []
+    children: list[str] = []
+    for field in dataclasses.fields(entity):
+        if field.name == "error_code":
+            errors.append(field.name)
+        union = typing.get_origin(field.type) in (typing.Union, types.UnionType)
+        for option in typing.get_args(field.type) if union else (field.type,):  # `tuple[X, ...] | None`: each
+            if typing.get_origin(option) is tuple and any(dataclasses.is_dataclass(a) for a in typing.get_args(option)):
+                children.append(field.name)
+                break
+    return tuple(errors), tuple(children)

@@ -1,11 +1,12 @@
 """Start a served broker inside this process: for tests and for users' own test suites.
 
 - `serve(broker)`: an async context manager running a `KafkaServer` in front of an already started `Broker` on the
-  current event loop.
+  current event loop (no HTTP listener: add `async with kafkalite.http.HttpServer(broker, port=0)` beside it).
 - `run_in_thread(data_dir=None)`: a context manager that starts its own event loop, broker and server in a daemon
   thread and yields a `ThreadedServer` (`.bootstrap` is the `host:port` to give a client). Synchronous clients
   (confluent-kafka, kafka-python, kcat in a subprocess) need the broker to keep running while the test blocks.
-  Leaving the block closes server and broker on their own loop, then joins the thread.
+  Leaving the block closes server and broker on their own loop, then joins the thread. No console or `/metrics`
+  listener starts unless asked (`http_port=0` for a free port; `.http_url` is then its address).
 """
 
 from __future__ import annotations
@@ -16,10 +17,13 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkalite.broker import Broker
 from kafkalite.server.server import KafkaServer
+
+if TYPE_CHECKING:
+    from kafkalite.http import HttpServer
 
 
 @asynccontextmanager
@@ -40,6 +44,14 @@ class ThreadedServer:
     server: KafkaServer
     broker: Broker
     loop: asyncio.AbstractEventLoop
+    http: HttpServer | None = None
+
+    @property
+    def http_url(self) -> str:
+        """The console's address (`run_in_thread(http_port=...)` only)."""
+        if self.http is None:
+            raise RuntimeError("no HTTP listener: pass http_port= to run_in_thread")
+        return self.http.url
 
     @property
     def bootstrap(self) -> str:
@@ -62,9 +74,11 @@ def run_in_thread(
     *,
     startup_timeout_s: float = 30.0,
     server_options: dict[str, Any] | None = None,
+    http_port: int | None = None,
     **broker_settings: Any,
 ) -> Iterator[ThreadedServer]:
-    """A broker (`Broker(data_dir, **broker_settings)`) served on `host:port` from a background thread."""
+    """A broker (`Broker(data_dir, **broker_settings)`) served on `host:port` from a background thread; with
+    `http_port` (0 = a free one) also the console and `/metrics` on `host`."""
     loop = asyncio.new_event_loop()
     started = threading.Event()
     stop = asyncio.Event()
@@ -77,9 +91,17 @@ def run_in_thread(
                 Broker(data_dir, **broker_settings) as broker,
                 serve(broker, host, port, **(server_options or {})) as server,
             ):
-                handle.append(ThreadedServer(server, broker, loop))
-                started.set()
-                await stop.wait()
+                if http_port is None:
+                    handle.append(ThreadedServer(server, broker, loop))
+                    started.set()
+                    await stop.wait()
+                    return
+                from kafkalite.http import HttpServer
+
+                async with HttpServer(broker, host, http_port, listeners=[f"kafka://{server.bootstrap}"]) as http:
+                    handle.append(ThreadedServer(server, broker, loop, http))
+                    started.set()
+                    await stop.wait()
         except BaseException as e:
             failure.append(e)
             started.set()

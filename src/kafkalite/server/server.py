@@ -275,6 +275,9 @@ class KafkaServer:
             writer.close()
             return
         self._connections.add(connection)
+        stats = self.broker.stats.requests
+        stats.connections_open += 1
+        stats.connections_total += 1
         sock = writer.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -290,6 +293,8 @@ class KafkaServer:
             log.exception("Closing connection from %s after an unexpected error", peer)
         finally:
             self._connections.discard(connection)
+            stats.connections_open -= 1
+            stats.connections_closed += 1
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()

@@ -70,6 +70,7 @@ import asyncio
 import logging
 import os
 import threading
+import time
 from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Callable
@@ -77,6 +78,7 @@ from pathlib import Path
 
 from kafkalite.errors import ClosedError, OffsetOutOfRangeError, StorageError
 from kafkalite.protocol.records import BatchHeader, patch_base_offset
+from kafkalite.stats import SyncStats
 from kafkalite.storage.atomic_file import read_file
 from kafkalite.storage.base import LogConfig
 from kafkalite.storage.compactor import CleaningContext, CleaningJob
@@ -132,6 +134,7 @@ class PartitionLog(SegmentedLog[Segment]):
         self._unsynced_segments: dict[int, Segment] = {segments[-1].base_offset: segments[-1]}
         self._directory_unsynced = True
         self._sync_round: asyncio.Task[None] | None = None
+        self.sync_stats: SyncStats | None = None  # the broker's fsync-round counters (`/metrics`), when it keeps them
         # Recovery point: `open` leaves everything below the log end on disk. Rolled segments wait in `_rolled` (with
         # the offset they end at) until the checkpoint task has flushed them; `_checkpoint_lock` makes "is this value
         # still true, then write it" one step between that worker thread and `truncate_to`/`close`, which bump
@@ -532,15 +535,20 @@ class PartitionLog(SegmentedLog[Segment]):
             self._unsynced_segments.update((segment.base_offset, segment) for segment in segments)
             self._directory_unsynced |= sync_directory
             raise
+        began = time.perf_counter()
         try:
             await asyncio.to_thread(self._fsync_descriptors, fds, sync_directory)
         except StorageError as exc:
+            if self.sync_stats is not None:
+                self.sync_stats.failures += 1
             # A failed fsync may have dropped dirty pages for good, and a later fsync can succeed over the hole
             # (Linux clears the error once reported). So the log stops: no write is acknowledged on top of bytes
             # that may be gone. Reopening it (a broker restart) recovers from what is really on disk.
             self._fsync_failure = exc
             raise
         else:
+            if self.sync_stats is not None:
+                self.sync_stats.record(time.perf_counter() - began, sequence - self._synced_sequence)
             self._synced_sequence = max(self._synced_sequence, sequence)
         finally:
             self._sync_round = None

@@ -1,0 +1,16 @@
+"""The HTTP side of a broker: the web console and `/metrics` (plus `/healthz`, `/readyz`) on one listener.
+
+    async with HttpServer(broker, "127.0.0.1", 0) as http:     # on the broker's running event loop
+        print(http.url)
+
+A top layer beside `server/`: it reads the broker through its public methods and counters only (an import-linter
+contract forbids storage, the wire server and the client), so the console shows what a Kafka client would see.
+Modules: `server` (listener, middleware, page helpers), `guard` (local-only Host rule, write token), `metrics`
+(the Prometheus collector), `render` (templates and display helpers), and one module per console section:
+`overview`, `topics`, `messages`, `groups`, `dead_letters`. Templates and the console's own CSS and JavaScript ship
+as package data: nothing is built, nothing is fetched from elsewhere.
+"""
+
+from kafkalite.http.server import DEFAULT_HTTP_PORT, HttpServer
+
+__all__ = ["DEFAULT_HTTP_PORT", "HttpServer"]

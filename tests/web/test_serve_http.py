@@ -1,0 +1,82 @@
+"""`kafkalite serve` with its HTTP listener, as a user runs it: the ready line names the console, the listener
+answers health checks and metrics, a busy HTTP port is one line and a non-zero exit, `--no-http` has none."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from interop.served import READY, ServedBroker, serve_command
+
+pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
+
+
+def test_ready_line_names_the_console_and_it_answers(tmp_path: Path) -> None:
+    broker = ServedBroker(tmp_path / "data", tmp_path / "serve.log", "--fsync", "never", "--http-port", "0")
+    try:
+        broker.start()
+        ready = READY.match(broker.ready_line)
+        assert ready is not None
+        assert ready["console"] is not None
+        assert ready["console"].startswith("http://localhost:")
+        url = broker.console_url
+        assert url is not None
+        with urllib.request.urlopen(url + "readyz", timeout=10) as answer:
+            assert answer.read() == b"ready\n"
+        with urllib.request.urlopen(url + "metrics", timeout=10) as answer:
+            assert b"kafka_server_socketservermetrics_connection_count" in answer.read()
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            assert b"Local-only console" in answer.read()
+        assert broker.stop() == 0
+    finally:
+        broker.kill()
+
+
+def test_no_http_serves_no_console(tmp_path: Path) -> None:
+    broker = ServedBroker(tmp_path / "data", tmp_path / "serve.log", "--fsync", "never")  # --no-http by default
+    try:
+        broker.start()
+        assert broker.console_url is None
+        assert "; console" not in broker.ready_line
+    finally:
+        broker.kill()
+
+
+def test_busy_http_port_exits_non_zero_with_one_line() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            serve_command(
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--data-dir",
+                "memory",
+                "--http-host",
+                "127.0.0.1",
+                "--http-port",
+                str(port),
+            ),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode != 0
+    errors = [line for line in done.stderr.splitlines() if " | " not in line]
+    assert len(errors) == 1, done.stderr
+    assert f"cannot serve the console on 127.0.0.1:{port}" in errors[0]
+    assert "Traceback" not in done.stderr
+
+
+def test_help_lists_the_http_options() -> None:
+    done = subprocess.run(serve_command("--help"), capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0
+    for option in ("--http-port", "--http-host", "--no-http"):
+        assert option in done.stdout
