@@ -37,12 +37,13 @@ def _request_module(api_key: int, version: int) -> Any:
     return sys.modules[load_request_schema(api_key, version).__module__]
 
 
-def _frame(api_key: int, version: int, correlation_id: int, body: Any) -> bytes:
+def encode_frame(api_key: int, version: int, correlation_id: int, body: Any, client_id: str = "bench") -> bytes:
+    """The request frame (size prefix included) of kio request `body`."""
     request_type = load_request_schema(api_key, version)
     header_type = request_type.__header_schema__
     buffer = io.BytesIO()
     header = header_type(
-        request_api_key=api_key, request_api_version=version, correlation_id=correlation_id, client_id="bench"
+        request_api_key=api_key, request_api_version=version, correlation_id=correlation_id, client_id=client_id
     )
     entity_writer(header_type)(buffer, header)
     entity_writer(request_type)(buffer, body)
@@ -74,8 +75,8 @@ def _requests(topic: str, partition: int) -> tuple[bytes, bytes]:
         produce.ProduceRequest, {"transactional_id": None, "acks": 1, "timeout": 30_000, "topic_data": (topic_data,)}
     )
     return (
-        _frame(METADATA, METADATA_VERSION, 1, metadata_body),
-        _frame(PRODUCE, PRODUCE_VERSION, 2, produce_body),
+        encode_frame(METADATA, METADATA_VERSION, 1, metadata_body),
+        encode_frame(PRODUCE, PRODUCE_VERSION, 2, produce_body),
     )
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import functools
-import io
 import random
 import struct
 import uuid
@@ -28,7 +27,6 @@ from typing import Any
 
 from kio.index import load_request_schema
 from kio.schema.errors import ErrorCode
-from kio.serial import entity_writer
 from kio.serial._introspect import (
     EntityField,
     EntityTupleField,
@@ -39,6 +37,7 @@ from kio.serial._introspect import (
     is_optional,
 )
 
+from bench.wire import encode_frame
 from kafkalite.protocol.records import Compression, RecordToWrite, build_batch
 
 NAMES = ("fuzz-0", "fuzz-1", "fuzz-group", "fuzz-txn", "", "x")
@@ -229,15 +228,7 @@ def _hostile_value(field: dataclasses.Field[Any], current: Any, rng: random.Rand
 
 def encode_request(api_key: int, version: int, correlation_id: int, request: Any) -> bytes:
     """The frame (size prefix included) of `request`, with null markers patched in."""
-    cls = type(request)
-    header_cls = cls.__header_schema__
-    buffer = io.BytesIO()
-    header = header_cls(
-        request_api_key=api_key, request_api_version=version, correlation_id=correlation_id, client_id="fuzz"
-    )
-    entity_writer(header_cls)(buffer, header)
-    entity_writer(cls)(buffer, request)
-    body = _patch_nulls(buffer.getvalue())
+    body = _patch_nulls(encode_frame(api_key, version, correlation_id, request, client_id="fuzz")[4:])
     return struct.pack(">i", len(body)) + body
 
 

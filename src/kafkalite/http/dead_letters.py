@@ -13,7 +13,7 @@ from typing import Any
 from aiohttp import web
 
 from kafkalite.broker import Broker, DeadLetter, dead_letter_topic
-from kafkalite.broker.dead_letter import DLQ_SUFFIX
+from kafkalite.broker.dead_letter_format import DLQ_SUFFIX
 from kafkalite.http.messages import DEFAULT_LIMIT, MAX_LIMIT, int_param
 from kafkalite.http.render import as_hex, as_json, as_text
 from kafkalite.http.server import console_of, page, redirect

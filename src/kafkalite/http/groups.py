@@ -17,7 +17,7 @@ from urllib.parse import quote
 from aiohttp import web
 
 from kafkalite.broker import EARLIEST, LATEST, Broker, CommittedOffset
-from kafkalite.broker.dead_letter import REPLAY_GROUP
+from kafkalite.broker.dead_letter_format import REPLAY_GROUP
 from kafkalite.errors import GroupError, InvalidConfigError, KafkaLiteError
 from kafkalite.groups.consumer_protocol import decode_assignment
 from kafkalite.http.messages import parse_time
@@ -70,7 +70,7 @@ async def list_groups(request: web.Request) -> web.Response:
         by_group[group][topic, partition] = committed
     rows = []
     for listing in sorted(broker.groups.list_groups(), key=lambda g: g.group_id):
-        if listing.group_id == REPLAY_GROUP:
+        if listing.group_id.startswith(REPLAY_GROUP):  # replay progress, not a consumer group
             continue
         # an Empty group has no members and no protocol chosen: only the others need describing
         described = None if listing.state == "Empty" else broker.groups.describe(listing.group_id)

@@ -28,7 +28,7 @@ from prometheus_client.registry import Collector
 from prometheus_client.samples import Sample
 
 from kafkalite.broker import Broker, dead_letter_topic
-from kafkalite.broker.dead_letter import DLQ_SUFFIX, REPLAY_GROUP
+from kafkalite.broker.dead_letter_format import DLQ_SUFFIX, REPLAY_GROUP
 from kafkalite.http.exposition import render
 from kafkalite.stats import Histogram
 
@@ -172,7 +172,7 @@ class BrokerCollector(Collector):
         topics = self.broker.topics
         for (group, topic_name, index), committed in self.broker.offsets.entries():
             topic = topics.get(topic_name)
-            if topic is None or not 0 <= index < len(topic.partitions) or group == REPLAY_GROUP:
+            if topic is None or not 0 <= index < len(topic.partitions) or group.startswith(REPLAY_GROUP):
                 continue
             behind = max(0, topic.partitions[index].high_watermark - committed.offset)
             where = {"consumergroup": group, "topic": topic_name, "partition": str(index)}
@@ -190,7 +190,7 @@ class BrokerCollector(Collector):
             labels=["consumergroup", "state"],
         )
         for listing in groups.list_groups():
-            if listing.group_id == REPLAY_GROUP:
+            if listing.group_id.startswith(REPLAY_GROUP):  # replay progress, not a consumer group
                 continue
             state.add_metric([listing.group_id, listing.state], 1)
             empty = listing.state in ("Empty", "Dead")  # no members: no need to describe it
