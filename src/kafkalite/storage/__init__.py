@@ -4,5 +4,15 @@ from kafkalite.storage.atomic_file import read_file, write_atomically
 from kafkalite.storage.base import Log, LogConfig
 from kafkalite.storage.memory_log import MemoryLog
 from kafkalite.storage.partition_log import PartitionLog
+from kafkalite.storage.transaction_index import AbortedTxn, TransactionIndex
 
-__all__ = ["Log", "LogConfig", "MemoryLog", "PartitionLog", "read_file", "write_atomically"]
+__all__ = [
+    "AbortedTxn",
+    "Log",
+    "LogConfig",
+    "MemoryLog",
+    "PartitionLog",
+    "TransactionIndex",
+    "read_file",
+    "write_atomically",
+]

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from kafkalite.protocol.records import BatchHeader
+from kafkalite.storage.transaction_index import AbortedTxn
 
 if TYPE_CHECKING:
     from kafkalite.storage.compaction_policy import CleaningStats
@@ -76,6 +77,15 @@ class Log(Protocol):
 
     async def sync(self) -> None:
         """Make every appended byte durable; concurrent callers share one fsync (group commit)."""
+
+    def append_aborted_transaction(self, entry: AbortedTxn) -> None:
+        """Index an aborted transaction whose abort marker was just appended (into the active segment's index)."""
+
+    def aborted_transactions(self, start: int, end: int) -> list[AbortedTxn]:
+        """Aborted transactions overlapping [start, end) (from the log start on), in abort-marker order."""
+
+    def has_aborted_transaction(self, last_offset: int) -> bool:
+        """Whether the abort marker at `last_offset` is indexed (start-up replay re-adds missing entries)."""
 
     def truncate_to(self, offset: int) -> None:
         """Drop every record at or after `offset` (whole batches; `offset` must be a batch boundary)."""

@@ -35,6 +35,7 @@ from kafkalite.storage.compactor import (
 )
 from kafkalite.storage.policy import DEFAULT_CONFIG, NO_TIMESTAMP, wall_clock_ms
 from kafkalite.storage.segmented_log import SegmentedLog
+from kafkalite.storage.transaction_index import TransactionIndex
 
 
 class _MemorySegment:
@@ -101,6 +102,7 @@ class MemoryLog(SegmentedLog[_MemorySegment]):
         self._segment_bases = [start_offset]
         self._log_start = start_offset
         self._log_end = start_offset
+        self._txn_index = TransactionIndex()
         self._closed = False
 
     def append(self, batch: bytearray, header: BatchHeader) -> tuple[int, int]:
@@ -153,6 +155,7 @@ class MemoryLog(SegmentedLog[_MemorySegment]):
         rewritten = sum(outcome.groups)
         self._segments[:rewritten] = job.cleaned or []
         self._segment_bases = [segment.base_offset for segment in self._segments]
+        self._txn_index.regroup(self._segment_bases)
         self._first_dirty = outcome.first_dirty
         self._earliest_horizon = outcome.earliest_horizon
         return True

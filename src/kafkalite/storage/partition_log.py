@@ -1,7 +1,8 @@
 """`PartitionLog`: the durable log of one partition, a directory of Kafka segments (`segment.Segment`).
 
 Directory `<data_dir>/<topic>-<partition>/` (the caller passes it) holds, for each segment,
-`<base offset, 20 digits>.log|.index|.timeindex`, and these small files, each replaced atomically
+`<base offset, 20 digits>.log|.index|.timeindex` (and `.txnindex` once an abort marker lands in it: see
+`transaction_index`; loaded on open, cut to the recovered log end), and these small files, each replaced atomically
 (`file_ops.replace_atomically`: write `<name>.tmp`, fsync, rename, fsync the directory):
   * `log-start-offset`, when DeleteRecords moved the log start inside a segment: the offset in decimal and a newline.
     Kafka keeps the same fact in `log-start-offset-checkpoint` at the data-dir level; one file per partition keeps
@@ -92,6 +93,7 @@ from kafkalite.storage.file_ops import FileOps, replace_atomically
 from kafkalite.storage.policy import DEFAULT_CONFIG, wall_clock_ms
 from kafkalite.storage.segment import LOG_SUFFIX, Segment, storage_error
 from kafkalite.storage.segmented_log import SegmentedLog
+from kafkalite.storage.transaction_index import TransactionIndex
 
 LOG_START_CHECKPOINT = "log-start-offset"
 RECOVERY_POINT_CHECKPOINT = "recovery-point"
@@ -117,8 +119,10 @@ class PartitionLog(SegmentedLog[Segment]):
         fsync: bool,
         clock: Callable[[], int],
         file_ops: FileOps,
+        txn_index: TransactionIndex | None = None,
     ) -> None:
         self.directory = directory
+        self._txn_index = txn_index or TransactionIndex(directory, file_ops)
         self.config = config
         self._segments = segments
         self._segment_bases = [segment.base_offset for segment in segments]
@@ -231,6 +235,7 @@ class PartitionLog(SegmentedLog[Segment]):
             fsync=fsync,
             clock=clock,
             file_ops=ops,
+            txn_index=None if fresh else _load_txn_index(directory, segments, log_end, ops),
         )
         log._first_dirty = cleaned_to
         try:
@@ -335,6 +340,7 @@ class PartitionLog(SegmentedLog[Segment]):
             self._open_inactive.pop(id(segment), None)
         self._segments[: len(rewritten)] = cleaned
         self._segment_bases = [segment.base_offset for segment in self._segments]
+        self._txn_index.regroup(self._segment_bases)
         self._directory_unsynced = True  # the removes and renames after the commit point: the next round syncs them
         self._write_sequence += 1
         self._first_dirty = outcome.first_dirty
@@ -582,6 +588,13 @@ class PartitionLog(SegmentedLog[Segment]):
                 f"{self.directory} refuses writes since an fsync failed ({self._fsync_failure}); "
                 "restart the broker to recover the log from disk"
             )
+
+
+def _load_txn_index(directory: Path, segments: list[Segment], log_end: int, ops: FileOps) -> TransactionIndex:
+    try:
+        return TransactionIndex.load(directory, (segment.base_offset for segment in segments), log_end, ops)
+    except OSError as exc:
+        raise StorageError(f"open {directory} failed: {exc.strerror or exc}") from exc
 
 
 def _segment_bases(names: list[str]) -> list[int]:

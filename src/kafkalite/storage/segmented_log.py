@@ -6,6 +6,8 @@ log start and end offset. How those move when the log is cut (`truncate_to`), re
 what its storage needs through three hooks: `_delete_segments` (segments are leaving the list: delete their files),
 `_log_start_moved` (persist the new log start) and `_before_truncate` (the log is about to be cut). Appends choose
 their segment here too (`_segment_for_append`: the roll rule), and an engine extends `_roll` with what a roll costs it.
+The aborted-transaction index (`transaction_index`, one per engine, files or memory) follows the same rule here:
+entries go to the active segment, and leave with their segment or when the log is cut below their abort marker.
 
 Invariants: segment base offsets strictly increase and each segment ends where the next begins (its last batch may
 end before that: a cleaning leaves gaps); the last segment is the active one and ends at `log_end_offset`; deletion
@@ -30,6 +32,7 @@ from kafkalite.protocol.records import BatchHeader
 from kafkalite.storage.base import LogConfig
 from kafkalite.storage.compaction_policy import CleaningStats, cleaning_stats
 from kafkalite.storage.policy import ActiveSegmentStats, count_expired_segments, should_roll
+from kafkalite.storage.transaction_index import AbortedTxn, TransactionIndex
 
 
 class LogSegment(ActiveSegmentStats, Protocol):
@@ -56,6 +59,7 @@ class SegmentedLog(Generic[SegmentT]):
     _first_dirty = 0
     _earliest_horizon: int | None = None
     _structure_version = 0
+    _txn_index: TransactionIndex
 
     @property
     def log_start_offset(self) -> int:
@@ -105,6 +109,16 @@ class SegmentedLog(Generic[SegmentT]):
             return self._first_dirty
         return self._log_start
 
+    def append_aborted_transaction(self, entry: AbortedTxn) -> None:
+        self._check_open()
+        self._txn_index.append(self._segments[-1].base_offset, entry)
+
+    def aborted_transactions(self, start: int, end: int) -> list[AbortedTxn]:
+        return self._txn_index.aborted_transactions(max(start, self._log_start), end)
+
+    def has_aborted_transaction(self, last_offset: int) -> bool:
+        return self._txn_index.contains(last_offset)
+
     def truncate_to(self, offset: int) -> None:
         self._check_open()
         if offset >= self._log_end:
@@ -112,7 +126,9 @@ class SegmentedLog(Generic[SegmentT]):
         self._structure_version += 1
         now_ms = self._clock()
         self._before_truncate(offset)
+        self._txn_index.truncate_to(offset)
         if offset < self._segments[0].base_offset:
+            self._txn_index.drop_segments(self._segment_bases)
             self._delete_segments(self._segments)
             self._segments = [self._new_segment(offset, now_ms)]
             self._segment_bases = [offset]
@@ -121,6 +137,7 @@ class SegmentedLog(Generic[SegmentT]):
             return
         holding = bisect_right(self._segment_bases, offset) - 1
         self._segments[holding].truncate_to(offset, now_ms)
+        self._txn_index.drop_segments(self._segment_bases[holding + 1 :])
         self._delete_segments(self._segments[holding + 1 :])
         del self._segments[holding + 1 :], self._segment_bases[holding + 1 :]
         self._log_end = offset
@@ -172,6 +189,7 @@ class SegmentedLog(Generic[SegmentT]):
     def _delete_oldest(self, count: int) -> None:
         if count <= 0:
             return
+        self._txn_index.drop_segments(self._segment_bases[:count])
         self._structure_version += 1
         self._delete_segments(self._segments[:count])
         del self._segments[:count], self._segment_bases[:count]

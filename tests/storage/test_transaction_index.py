@@ -1,0 +1,112 @@
+"""The aborted-transaction index (`.txnindex`): Kafka's 34-byte entries, per segment, through truncation, retention,
+DeleteRecords and reopening; the same rules on both engines."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import pytest
+
+from kafkalite.storage import AbortedTxn, LogConfig, PartitionLog
+from kafkalite.storage.file_ops import FileOps
+from kafkalite.storage.transaction_index import ENTRY_SIZE, TransactionIndex, decode_entries
+
+from .logkit import FakeClock, LogFactory, append, make_batch
+
+
+def test_entry_is_kafkas_34_byte_layout() -> None:
+    entry = AbortedTxn(producer_id=7, first_offset=10, last_offset=20, last_stable_offset=21)
+    encoded = entry.encode()
+    assert len(encoded) == ENTRY_SIZE == 34
+    assert encoded == struct.pack(">hqqqq", 0, 7, 10, 20, 21)
+    assert decode_entries(encoded + encoded[:10]) == [entry]  # a torn tail is ignored
+
+
+def test_unknown_entry_version_is_refused() -> None:
+    with pytest.raises(ValueError, match="version 3"):
+        decode_entries(struct.pack(">hqqqq", 3, 1, 2, 3, 4))
+
+
+def test_aborted_transactions_overlapping_a_range(make_log: LogFactory) -> None:
+    log = make_log()
+    for _ in range(10):
+        append(log, make_batch(1))
+    log.append_aborted_transaction(AbortedTxn(1, 0, 3, 4))
+    log.append_aborted_transaction(AbortedTxn(2, 2, 6, 7))
+    log.append_aborted_transaction(AbortedTxn(3, 8, 9, 10))
+    assert [e.producer_id for e in log.aborted_transactions(0, 10)] == [1, 2, 3]
+    assert [e.producer_id for e in log.aborted_transactions(4, 8)] == [2]
+    assert [e.producer_id for e in log.aborted_transactions(3, 3)] == [1, 2]
+    assert log.aborted_transactions(10, 20) == []
+    assert log.has_aborted_transaction(6) and not log.has_aborted_transaction(5)
+
+
+def test_markers_must_come_in_offset_order(make_log: LogFactory) -> None:
+    log = make_log()
+    append(log, make_batch(5))
+    log.append_aborted_transaction(AbortedTxn(1, 0, 3, 4))
+    with pytest.raises(ValueError, match="not after"):
+        log.append_aborted_transaction(AbortedTxn(2, 0, 3, 4))
+
+
+def test_truncation_drops_entries_at_and_after_the_cut(make_log: LogFactory) -> None:
+    log = make_log(LogConfig(segment_bytes=300))  # two batches per segment: markers at 2 and 5 share none
+    for _ in range(3):
+        append(log, make_batch(1, value_size=60))
+    log.append_aborted_transaction(AbortedTxn(1, 0, 2, 3))  # each entry right after its marker, as the broker does
+    for _ in range(3):
+        append(log, make_batch(1, value_size=60))
+    log.append_aborted_transaction(AbortedTxn(2, 3, 5, 6))
+    append(log, make_batch(1, value_size=60))
+    log.truncate_to(5)
+    assert [e.producer_id for e in log.aborted_transactions(0, 100)] == [1]
+    log.truncate_to(0)
+    assert log.aborted_transactions(0, 100) == []
+
+
+def test_retention_and_delete_records_take_entries_with_their_segment(make_log: LogFactory) -> None:
+    log = make_log(LogConfig(segment_bytes=200, retention_bytes=1))
+    append(log, make_batch(1, value_size=150))
+    log.append_aborted_transaction(AbortedTxn(1, 0, 0, 1))
+    append(log, make_batch(1, value_size=150))  # rolls: the entry above stays with segment 0
+    log.append_aborted_transaction(AbortedTxn(2, 1, 1, 2))
+    append(log, make_batch(1, value_size=150))
+    assert len(log.aborted_transactions(0, 10)) == 2
+    log.delete_records_before(1)  # inside the kept segments: entries below the start are not answered
+    assert [e.producer_id for e in log.aborted_transactions(0, 10)] == [2]
+    log.apply_retention(0)
+    assert log.log_start_offset == 2
+    assert log.aborted_transactions(0, 10) == []
+
+
+def test_file_engine_writes_one_file_per_segment_and_reloads_it(tmp_path: Path) -> None:
+    clock = FakeClock()
+    directory = tmp_path / "t-0"
+    log = PartitionLog.open(directory, LogConfig(segment_bytes=200), clock=clock)
+    append(log, make_batch(1, value_size=150))
+    log.append_aborted_transaction(AbortedTxn(1, 0, 0, 1))
+    append(log, make_batch(1, value_size=150))
+    log.append_aborted_transaction(AbortedTxn(2, 1, 1, 2))
+    files = sorted(p.name for p in directory.glob("*.txnindex"))
+    assert files == ["00000000000000000000.txnindex", "00000000000000000001.txnindex"]
+    assert (directory / files[1]).read_bytes() == AbortedTxn(2, 1, 1, 2).encode()
+    log.close()
+    reopened = PartitionLog.open(directory, LogConfig(segment_bytes=200), clock=clock)
+    try:
+        assert [e.producer_id for e in reopened.aborted_transactions(0, 10)] == [1, 2]
+    finally:
+        reopened.close()
+
+
+def test_load_drops_entries_past_the_log_end_and_orphan_files(tmp_path: Path) -> None:
+    directory = tmp_path / "t-0"
+    directory.mkdir()
+    (directory / "00000000000000000000.txnindex").write_bytes(
+        AbortedTxn(1, 0, 2, 3).encode() + AbortedTxn(2, 3, 9, 10).encode() + b"\x00\x00torn"
+    )
+    (directory / "00000000000000000050.txnindex").write_bytes(AbortedTxn(3, 50, 51, 52).encode())
+    index = TransactionIndex.load(directory, [0], log_end=5, ops=FileOps())
+    assert [e.producer_id for e in index.aborted_transactions(0, 100)] == [1]
+    assert (directory / "00000000000000000000.txnindex").read_bytes() == AbortedTxn(1, 0, 2, 3).encode()
+    assert not (directory / "00000000000000000050.txnindex").exists()
