@@ -138,6 +138,7 @@ def build_batch(
     producer_epoch: int = NO_PRODUCER_EPOCH,
     base_sequence: int = NO_SEQUENCE,
     log_append_time: bool = False,
+    transactional: bool = False,
 ) -> bytes:
     """Encode `records` as one RecordBatch v2, with the CRC computed; records without a timestamp get `now_ms`."""
     if not records:
@@ -150,6 +151,7 @@ def build_batch(
         base_timestamp, max_timestamp = min(timestamps), max(timestamps)
     body = compress(compression, _encode_records(records, now_ms, base_timestamp))
     attributes = int(compression) | (ATTR_LOG_APPEND_TIME if log_append_time else 0)
+    attributes |= ATTR_TRANSACTIONAL if transactional else 0
     after_crc = (
         struct.pack(
             ">hiqqqhii",
