@@ -1,0 +1,201 @@
+"""The transaction coordinator's rules (`transactions/_state.py`), with time passed in: no sleeping, no storage."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafkalite.transactions import CoordinatorConfig, TransactionCoordinator, TxnState
+from kafkalite.transactions._state import TRANSITIONS, InvalidTransition, TxnEvent, transition
+from kafkalite.transactions.coordinator import MAX_EPOCH
+from kafkalite.transactions.errors import (
+    CONCURRENT_TRANSACTIONS,
+    INVALID_PRODUCER_EPOCH,
+    INVALID_PRODUCER_ID_MAPPING,
+    INVALID_TRANSACTION_TIMEOUT,
+    INVALID_TXN_STATE,
+    PRODUCER_FENCED,
+    fenced_for,
+)
+
+T0 = 1_000_000
+TP = ("orders", 0)
+
+
+def started(tid: str = "t1", pid: int = 100) -> tuple[TransactionCoordinator, int, int]:
+    coordinator = TransactionCoordinator(CoordinatorConfig(max_timeout_ms=60_000))
+    result = coordinator.init_producer_id(tid, 10_000, T0, fresh_producer_id=pid)
+    assert result.error == 0
+    return coordinator, result.producer_id, result.producer_epoch
+
+
+def test_table_matches_kafkas_valid_previous_states() -> None:
+    previous: dict[TxnState, set[TxnState]] = {}
+    for (state, _event), target in TRANSITIONS.items():
+        previous.setdefault(target, set()).add(state)
+    S = TxnState
+    assert previous[S.EMPTY] == {S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}
+    assert previous[S.ONGOING] == {S.EMPTY, S.ONGOING, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}
+    assert previous[S.PREPARE_COMMIT] == {S.ONGOING}
+    assert previous[S.PREPARE_ABORT] == {S.ONGOING, S.PREPARE_EPOCH_FENCE}
+    assert previous[S.COMPLETE_COMMIT] == {S.PREPARE_COMMIT}
+    assert previous[S.COMPLETE_ABORT] == {S.PREPARE_ABORT}
+    assert previous[S.PREPARE_EPOCH_FENCE] == {S.ONGOING}
+    with pytest.raises(InvalidTransition, match="END_COMMIT is not allowed in Empty"):
+        transition(S.EMPTY, TxnEvent.END_COMMIT)
+    assert [s.code for s in S] == [0, 1, 2, 3, 4, 5, 6, 7]
+    assert TxnState.from_code(7) is S.PREPARE_EPOCH_FENCE and TxnState.from_label("Ongoing") is S.ONGOING
+
+
+def test_init_creates_then_bumps_the_epoch() -> None:
+    coordinator, pid, epoch = started()
+    assert (pid, epoch) == (100, 0)
+    assert not coordinator.needs_producer_id("t1") and coordinator.needs_producer_id("other")
+    again = coordinator.init_producer_id("t1", 10_000, T0 + 1, fresh_producer_id=None)
+    assert (again.error, again.producer_id, again.producer_epoch) == (0, 100, 1)
+    assert again.changed is not None and again.changed.state is TxnState.EMPTY
+
+
+def test_timeout_above_the_cap_is_refused() -> None:
+    coordinator = TransactionCoordinator(CoordinatorConfig(max_timeout_ms=60_000))
+    assert coordinator.init_producer_id("t", 60_001, T0, fresh_producer_id=1).error == INVALID_TRANSACTION_TIMEOUT
+    assert coordinator.init_producer_id("t", 0, T0, fresh_producer_id=1).error == INVALID_TRANSACTION_TIMEOUT
+    assert coordinator.get("t") is None
+
+
+def test_exhausted_epoch_gets_a_new_producer_id() -> None:
+    coordinator, _, _ = started()
+    txn = coordinator.get("t1")
+    assert txn is not None
+    txn.producer_epoch = MAX_EPOCH - 1
+    assert coordinator.needs_producer_id("t1")
+    assert coordinator.init_producer_id("t1", 10_000, T0, fresh_producer_id=None).error == CONCURRENT_TRANSACTIONS
+    result = coordinator.init_producer_id("t1", 10_000, T0, fresh_producer_id=555)
+    assert (result.producer_id, result.producer_epoch) == (555, 0)
+
+
+def test_commit_cycle() -> None:
+    coordinator, pid, epoch = started()
+    added = coordinator.add_partitions("t1", pid, epoch, [TP, ("orders", 1)], T0 + 5)
+    assert added.error == 0 and added.changed is not None and added.changed.state is TxnState.ONGOING
+    assert coordinator.check_write("t1", pid, epoch, TP) == 0
+    assert coordinator.check_write("t1", pid, epoch, ("orders", 2)) == INVALID_TXN_STATE
+    ended = coordinator.end_transaction("t1", pid, epoch, True, T0 + 6, bump_epoch=False)
+    assert ended.error == 0 and ended.completion is not None
+    assert ended.completion.commit and ended.completion.partitions == {TP, ("orders", 1)}
+    # Until the markers are written, everything waits.
+    assert coordinator.add_partitions("t1", pid, epoch, [TP], T0 + 7).error == CONCURRENT_TRANSACTIONS
+    assert coordinator.init_producer_id("t1", 10_000, T0, fresh_producer_id=None).error == CONCURRENT_TRANSACTIONS
+    assert coordinator.end_transaction("t1", pid, epoch, False, T0, bump_epoch=False).error == INVALID_TXN_STATE
+    done = coordinator.complete("t1", T0 + 8)
+    assert done.state is TxnState.COMPLETE_COMMIT and not done.partitions
+    # A retried EndTxn with the same outcome succeeds; the other outcome is refused.
+    assert coordinator.end_transaction("t1", pid, epoch, True, T0, bump_epoch=False).error == 0
+    assert coordinator.end_transaction("t1", pid, epoch, False, T0, bump_epoch=False).error == INVALID_TXN_STATE
+    # The next transaction starts from CompleteCommit.
+    assert coordinator.add_partitions("t1", pid, epoch, [("other", 0)], T0 + 9).error == 0
+    txn = coordinator.get("t1")
+    assert txn is not None and txn.partitions == {("other", 0)} and txn.start_ms == T0 + 9
+
+
+def test_end_with_nothing_ongoing_is_invalid_state() -> None:
+    coordinator, pid, epoch = started()
+    assert coordinator.end_transaction("t1", pid, epoch, True, T0, bump_epoch=False).error == INVALID_TXN_STATE
+
+
+def test_epoch_bump_per_transaction_kip_890() -> None:
+    coordinator, pid, epoch = started()
+    coordinator.add_partitions("t1", pid, epoch, [TP], T0)
+    ended = coordinator.end_transaction("t1", pid, epoch, False, T0, bump_epoch=True)
+    assert (ended.error, ended.producer_epoch) == (0, epoch + 1)
+    assert ended.completion is not None and ended.completion.producer_epoch == epoch + 1
+    retried = coordinator.end_transaction("t1", pid, epoch, False, T0, bump_epoch=True)
+    assert retried.error == CONCURRENT_TRANSACTIONS
+    coordinator.complete("t1", T0)
+    retried = coordinator.end_transaction("t1", pid, epoch, False, T0, bump_epoch=True)
+    assert (retried.error, retried.producer_epoch) == (0, epoch + 1)
+    assert coordinator.end_transaction("t1", pid, epoch, True, T0, bump_epoch=True).error == PRODUCER_FENCED
+    # The old epoch can no longer write.
+    assert coordinator.add_partitions("t1", pid, epoch, [TP], T0).error == PRODUCER_FENCED
+    assert coordinator.add_partitions("t1", pid, epoch + 1, [TP], T0).error == 0
+
+
+def test_fencing_a_zombie() -> None:
+    coordinator, pid, epoch = started()
+    coordinator.add_partitions("t1", pid, epoch, [TP], T0)
+    # A new instance starts: the ongoing transaction is fenced and aborted first, then the epoch bumped again.
+    fenced = coordinator.init_producer_id("t1", 10_000, T0 + 1, fresh_producer_id=None)
+    assert fenced.error == CONCURRENT_TRANSACTIONS and fenced.completion is not None
+    assert not fenced.completion.commit and fenced.completion.producer_epoch == epoch + 1
+    coordinator.complete("t1", T0 + 2)
+    new = coordinator.init_producer_id("t1", 10_000, T0 + 3, fresh_producer_id=None)
+    assert (new.error, new.producer_epoch) == (0, epoch + 2)
+    assert coordinator.add_partitions("t1", pid, epoch, [TP], T0).error == PRODUCER_FENCED
+    assert coordinator.end_transaction("t1", pid, epoch, True, T0, bump_epoch=False).error == PRODUCER_FENCED
+    assert coordinator.check_write("t1", pid, epoch, TP) == PRODUCER_FENCED
+    assert coordinator.add_partitions("t1", pid + 1, new.producer_epoch, [TP], T0).error == (
+        INVALID_PRODUCER_ID_MAPPING
+    )
+    assert coordinator.add_partitions("t1", pid, new.producer_epoch + 5, [TP], T0).error == INVALID_PRODUCER_EPOCH
+    assert fenced_for(PRODUCER_FENCED, 1, 2) == INVALID_PRODUCER_EPOCH and fenced_for(PRODUCER_FENCED, 2, 2) == 90
+
+
+def test_kip_360_init_with_the_current_id_and_epoch() -> None:
+    coordinator, pid, epoch = started()
+    bumped = coordinator.init_producer_id(
+        "t1", 10_000, T0, fresh_producer_id=None, expected_producer_id=pid, expected_epoch=epoch
+    )
+    assert (bumped.error, bumped.producer_epoch) == (0, epoch + 1)
+    stale = coordinator.init_producer_id(
+        "t1", 10_000, T0, fresh_producer_id=None, expected_producer_id=pid, expected_epoch=epoch
+    )
+    assert stale.error == PRODUCER_FENCED
+    wrong = coordinator.init_producer_id("t1", 10_000, T0, fresh_producer_id=None, expected_producer_id=pid + 9)
+    assert wrong.error == INVALID_PRODUCER_ID_MAPPING
+
+
+def test_verify_only_changes_nothing() -> None:
+    coordinator, pid, epoch = started()
+    error, results = coordinator.verify_partitions("t1", pid, epoch, [TP])
+    assert (error, results) == (0, {TP: INVALID_TXN_STATE})
+    coordinator.add_partitions("t1", pid, epoch, [TP], T0)
+    assert coordinator.verify_partitions("t1", pid, epoch, [TP, ("x", 0)]) == (0, {TP: 0, ("x", 0): 48})
+    assert coordinator.verify_partitions("t1", pid, epoch - 1, [TP])[0] == PRODUCER_FENCED
+
+
+def test_expiry_aborts_and_fences() -> None:
+    coordinator, pid, epoch = started()
+    coordinator.add_partitions("t1", pid, epoch, [TP], T0)
+    assert coordinator.expire(T0 + 10_000) == []
+    (expired,) = coordinator.expire(T0 + 10_001)
+    assert expired.completion is not None and not expired.completion.commit
+    assert expired.completion.producer_epoch == epoch + 1
+    txn = coordinator.get("t1")
+    assert txn is not None and txn.state is TxnState.PREPARE_ABORT
+    coordinator.complete("t1", T0 + 10_002)
+    assert coordinator.end_transaction("t1", pid, epoch, True, T0, bump_epoch=False).error == PRODUCER_FENCED
+
+
+def test_replayed_prepare_states_are_completed() -> None:
+    coordinator, pid, epoch = started()
+    coordinator.add_partitions("t1", pid, epoch, [TP], T0)
+    coordinator.end_transaction("t1", pid, epoch, True, T0, bump_epoch=False)
+    snapshot = coordinator.get("t1")
+    assert snapshot is not None
+    fence = snapshot.snapshot()
+    fence.transactional_id, fence.state = "t2", TxnState.PREPARE_EPOCH_FENCE
+    replayed = TransactionCoordinator()
+    replayed.load(snapshot.snapshot())
+    replayed.load(fence)
+    completions = {c.transactional_id: c.commit for c in replayed.pending_completions()}
+    assert completions == {"t1": True, "t2": False}
+
+
+def test_list_filters() -> None:
+    coordinator, pid, epoch = started()
+    coordinator.init_producer_id("t2", 10_000, T0, fresh_producer_id=200)
+    coordinator.add_partitions("t1", pid, epoch, [TP], T0)
+    assert {t.transactional_id for t in coordinator.list_transactions()} == {"t1", "t2"}
+    assert [t.transactional_id for t in coordinator.list_transactions(states=["Ongoing"])] == ["t1"]
+    assert [t.transactional_id for t in coordinator.list_transactions(producer_ids=[200])] == ["t2"]
+    assert [t.transactional_id for t in coordinator.list_transactions(min_duration_ms=5, now_ms=T0 + 5)] == ["t1"]
+    assert coordinator.list_transactions(min_duration_ms=6, now_ms=T0 + 5) == []
