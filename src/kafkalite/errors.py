@@ -28,6 +28,9 @@ a lookup table of its own::
     ├── GroupError                   consumer-group protocol outcomes, each with its Kafka code
     ├── ClusterError                 a Kafka cluster reached over the network failed a request (`kafkalite.connect`)
     │   └── UnreachableError         no broker answered at the bootstrap address
+    ├── TransactionError             the transaction coordinator's refusals (INVALID_TXN_STATE, 48; CONCURRENT_TRANSACTIONS,
+    │                                51; INVALID_PRODUCER_ID_MAPPING, 49; ...), each with its Kafka code; a fenced
+    │                                transactional producer gets ProducerFencedError (90) instead
     └── ClosedError                  the broker, producer or consumer is closed
 
 `kafkalite.errors` imports nothing of KafkaLite's, so every layer (protocol included) may raise from this tree.
@@ -170,6 +173,13 @@ class ClusterError(KafkaLiteError):
 
 class UnreachableError(ClusterError):
     """No broker answered at the bootstrap address (wrong address, broker down, or a firewall)."""
+class TransactionError(KafkaLiteError):
+    """A transactional request the coordinator refused, or a transaction it aborted; `error_code` is Kafka's."""
+
+    def __init__(self, message: str, error_code: int) -> None:
+        super().__init__(message)
+        self.error_code = error_code
+        self.retriable = error_code == 51  # CONCURRENT_TRANSACTIONS: the previous transaction is still completing
 
 
 class ClosedError(KafkaLiteError):

@@ -16,7 +16,7 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from itertools import islice
 from pathlib import Path
 from types import TracebackType
@@ -31,17 +31,21 @@ from kafkalite.broker.offsets import OFFSETS_TOPIC, OffsetManager
 from kafkalite.broker.partition import FetchData, Partition, ProduceResult
 from kafkalite.broker.producer_ids import ProducerIds
 from kafkalite.broker.topic import Topic, log_settings, validate_topic_name
+from kafkalite.broker.transaction_log import TRANSACTION_STATE_TOPIC, TransactionLog
+from kafkalite.broker.transactions import TransactionService, error_name
 from kafkalite.config import BrokerConfig, TopicConfig, check_broker_config
 from kafkalite.errors import (
     ClosedError,
     InvalidConfigError,
+    InvalidProducerEpochError,
     OffsetOutOfRangeError,
+    TransactionError,
     TopicExistsError,
     UnknownPartitionError,
     UnknownTopicError,
 )
 from kafkalite.groups import GroupConfig
-from kafkalite.protocol.records import Record, RecordToWrite, build_batch
+from kafkalite.protocol.records import BatchHeader, Record, RecordToWrite, build_batch
 from kafkalite.stats import BrokerStats
 from kafkalite.storage import MemoryLog, PartitionLog
 
@@ -72,6 +76,7 @@ class Broker:
         self._topics_by_id: dict[uuid.UUID, Topic] = {}
         self._offsets: OffsetManager | None = None
         self._groups: GroupService | None = None
+        self._transactions: TransactionService | None = None
         self.dead_letters = DeadLetterQueue(self)
         self._store = (
             None if self.config.data_dir is None else MetadataStore(self.config.data_dir, fsync=self.config.fsync)
@@ -124,6 +129,17 @@ class Broker:
             ),
             self._offsets,
         )
+        if TRANSACTION_STATE_TOPIC not in self.topics:
+            await self._create_topic(TRANSACTION_STATE_TOPIC, 1, {}, internal=True)
+        self._transactions = TransactionService(
+            self,
+            TransactionLog(self.topics[TRANSACTION_STATE_TOPIC].partitions[0], fsync=self.config.fsync),
+            self._allocate_producer_id,
+            max_timeout_ms=self.config.transaction_max_timeout_ms,
+            abort_interval_ms=self.config.transaction_abort_interval_ms,
+            fsync=self.config.fsync,
+        )
+        await self._transactions.start()
         self._retention_task = asyncio.create_task(self._retention_loop(), name="kafkalite-retention")
         self.cleaner = LogCleaner(
             self._all_partitions,
@@ -164,6 +180,8 @@ class Broker:
         self._closed = True
         if self._groups is not None:
             self._groups.close()
+        if self._transactions is not None:
+            await self._transactions.close()
         if self._retention_task is not None:
             self._retention_task.cancel()
             await asyncio.gather(self._retention_task, return_exceptions=True)
@@ -186,6 +204,12 @@ class Broker:
         if self._offsets is None:
             raise ClosedError("the broker is not started: use `async with Broker(...)` or `await broker.start()`")
         return self._offsets
+
+    @property
+    def transactions(self) -> TransactionService:
+        if self._transactions is None:
+            raise ClosedError("the broker is not started: use `async with Broker(...)` or `await broker.start()`")
+        return self._transactions
 
     @property
     def groups(self) -> GroupService:
@@ -359,19 +383,50 @@ class Broker:
             await target.log.sync()
         return result
 
-    async def append(self, topic: str, partition: int, records: bytes | bytearray) -> ProduceResult:
-        """`produce` without the durability wait: the served Produce appends, then waits apart (`make_durable`)."""
+    async def append(
+        self, topic: str, partition: int, records: bytes | bytearray, *, transactional_id: str | None = None
+    ) -> ProduceResult:
+        """`produce` without the durability wait: the served Produce appends, then waits apart (`make_durable`).
+
+        Transactional batches need `transactional_id`, and the coordinator's consent: the partition is in that
+        id's ongoing transaction and the batch's producer id and epoch are current.
+        """
         self._check_open()
-        return await self.partition(topic, partition).append(records)
+        target = self.partition(topic, partition)
+        if transactional_id is None:
+            return await target.append(records)
+        return await target.append(records, self._transactional_check(transactional_id, topic, partition))
+
+    def _transactional_check(self, transactional_id: str, topic: str, partition: int) -> Callable[[BatchHeader], None]:
+        transactions = self.transactions
+
+        def check(header: BatchHeader) -> None:
+            code = transactions.check_write(
+                transactional_id, header.producer_id, header.producer_epoch, (topic, partition)
+            )
+            if not code:
+                return
+            reason = (
+                f"transactional_id={transactional_id} producer {header.producer_id} epoch {header.producer_epoch} "
+                f"may not write to {topic}-{partition}: {error_name(code)}"
+            )
+            if code in (47, 90):  # Produce answers a fenced epoch with INVALID_PRODUCER_EPOCH (47), as Kafka does
+                raise InvalidProducerEpochError(reason)
+            raise TransactionError(reason, code)
+
+        return check
 
     async def make_durable(self, topic: str, partition: int) -> None:
         """Return once every byte appended to the partition so far is on disk (at once with fsync off)."""
         if self.config.fsync:
             await self.partition(topic, partition).log.sync()
 
-    def fetch(self, topic: str, partition: int, offset: int, max_bytes: int) -> FetchData:
-        """Whole batches from `offset` (at least one when any exist), as stored."""
-        return self.partition(topic, partition).read(offset, max_bytes)
+    def fetch(
+        self, topic: str, partition: int, offset: int, max_bytes: int, *, read_committed: bool = False
+    ) -> FetchData:
+        """Whole batches from `offset` (at least one when any exist), as stored; read_committed stops at the last
+        stable offset and lists the aborted transactions among the batches returned."""
+        return self.partition(topic, partition).read(offset, max_bytes, read_committed=read_committed)
 
     async def wait_for_appends(self, partitions: Sequence[Partition], timeout_s: float) -> bool:
         """Wait for the first append to any of `partitions` (the Fetch long poll): True when one came, False when
@@ -404,11 +459,14 @@ class Broker:
         if self._groups is not None:
             self._groups.close()
 
-    def list_offset(self, topic: str, partition: int, timestamp: int) -> tuple[int, int]:
-        """ListOffsets: (offset, timestamp) for LATEST (-1), EARLIEST (-2), MAX_TIMESTAMP (-3) or a timestamp."""
+    def list_offset(
+        self, topic: str, partition: int, timestamp: int, *, read_committed: bool = False
+    ) -> tuple[int, int]:
+        """ListOffsets: (offset, timestamp) for LATEST (-1), EARLIEST (-2), MAX_TIMESTAMP (-3) or a timestamp;
+        read_committed answers LATEST with the last stable offset."""
         target = self.partition(topic, partition)
         if timestamp == LATEST:
-            return target.high_watermark, -1
+            return (target.last_stable_offset if read_committed else target.high_watermark), -1
         if timestamp == EARLIEST:
             return target.log_start_offset, -1
         if timestamp == MAX_TIMESTAMP:
@@ -462,14 +520,34 @@ class Broker:
     # --- idempotent producers ---------------------------------------------------------------------------------
 
     async def init_producer_id(
-        self, transactional_id: str | None = None, producer_id: int = -1, producer_epoch: int = -1
+        self,
+        transactional_id: str | None = None,
+        producer_id: int = -1,
+        producer_epoch: int = -1,
+        *,
+        transaction_timeout_ms: int = 60_000,
     ) -> tuple[int, int]:
-        """A (producer id, epoch) for an idempotent producer; a known id and epoch get the epoch bumped."""
+        """A (producer id, epoch) for an idempotent producer; a known id and epoch get the epoch bumped.
+
+        With a `transactional_id` the transaction coordinator answers (`transactions.init_producer_id`); its refusal
+        is raised as `TransactionError` (or `ProducerFencedError`).
+        """
         self._check_open()
-        highest_seen = max(
-            (p.producers.max_producer_id() for t in self.topics.values() for p in t.partitions), default=-1
-        )
-        return await self._producer_ids.init_producer_id(transactional_id, producer_id, producer_epoch, highest_seen)
+        if transactional_id:
+            result = await self.transactions.init_producer_id(
+                transactional_id, transaction_timeout_ms, producer_id, producer_epoch
+            )
+            if result.error:
+                raise TransactionError(f"InitProducerId of {transactional_id}: {error_name(result.error)}", result.error)
+            return result.producer_id, result.producer_epoch
+        return await self._producer_ids.init_producer_id(producer_id, producer_epoch, self._highest_producer_id())
+
+    def _highest_producer_id(self) -> int:
+        highest = max((p.producers.max_producer_id() for t in self.topics.values() for p in t.partitions), default=-1)
+        return max(highest, self._transactions.max_producer_id() if self._transactions is not None else -1)
+
+    async def _allocate_producer_id(self) -> int:
+        return await self._producer_ids.allocate(self._highest_producer_id())
 
     def _producer_id_limit(self) -> int:
         return self._producer_ids.limit

@@ -31,8 +31,10 @@ def scan_batches(log: Log, start_offset: int) -> Iterator[tuple[bytes, int, Batc
 
 
 def scan_records(log: Log, start_offset: int) -> Iterator[Record]:
-    """Every record at or after `start_offset`, decoded."""
-    for chunk, pos, _header in scan_batches(log, start_offset):
+    """Every record at or after `start_offset`, decoded; control batches (transaction markers) are not records."""
+    for chunk, pos, header in scan_batches(log, start_offset):
+        if header.is_control:
+            continue
         for record in iter_records(chunk, pos):
             if record.offset >= start_offset:
                 yield record

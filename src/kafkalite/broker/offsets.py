@@ -12,6 +12,13 @@ wins). The table changes when a record is appended, in log order; a commit retur
 when the broker fsyncs, synced. The topic is a compacted one (`OFFSETS_TOPIC_CONFIG`, Kafka's defaults for it): the
 log cleaner keeps the latest record per key and drops deleted offsets' tombstones after `delete.retention.ms`, so
 start-up replay stays proportional to the live offsets plus what is not yet cleaned.
+
+Transactional commits (TxnOffsetCommit, KIP-98/447) are written as they arrive, in a transactional batch carrying the
+producer's id and epoch, but held apart (`_pending`, per producer id) until the transaction's marker reaches this
+partition: a commit marker moves them into the table, an abort marker drops them (`complete_transaction`). Replay
+does the same with the markers it meets, so offsets of a transaction that never completed stay invisible.
+The log cleaner keeps such records until their marker decides them (it is given the partition's first unstable
+offset and aborted transactions).
 """
 
 from __future__ import annotations
@@ -22,10 +29,11 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from kafkalite.broker.log_reader import scan_records
+from kafkalite.broker.log_reader import scan_batches
 from kafkalite.broker.partition import Partition
 from kafkalite.errors import CorruptRecordError
-from kafkalite.protocol.records import RecordToWrite, build_batch
+from kafkalite.protocol.control_records import ControlType, control_type
+from kafkalite.protocol.records import BatchHeader, RecordToWrite, build_batch, iter_records
 
 logger = logging.getLogger("kafkalite.offsets")
 
@@ -100,24 +108,73 @@ class OffsetManager:
         self._partition = partition
         self._fsync = fsync
         self._table: dict[OffsetKey, CommittedOffset] = {}
+        self._pending: dict[int, dict[OffsetKey, CommittedOffset | None]] = {}  # producer id → uncommitted offsets
         self._load()
 
     def _load(self) -> None:
-        for record in scan_records(self._partition.log, 0):
-            self._apply(record.key, record.value)
+        for chunk, pos, header in scan_batches(self._partition.log, 0):
+            if header.is_control:
+                kind = control_type(chunk, pos, header)
+                if kind is not None:
+                    self.complete_transaction(header.producer_id, kind is ControlType.COMMIT)
+                continue
+            target = self._pending.setdefault(header.producer_id, {}) if header.is_transactional else None
+            for record in iter_records(chunk, pos):
+                self._apply(record.key, record.value, target)
         if self._table:
             logger.info("Loaded %d committed offsets from %s", len(self._table), OFFSETS_TOPIC)
 
-    def _apply(self, key_bytes: bytes | None, value: bytes | None) -> None:
+    def _apply(
+        self, key_bytes: bytes | None, value: bytes | None, pending: dict[OffsetKey, CommittedOffset | None] | None
+    ) -> None:
         if key_bytes is None:
             return
         key = decode_key(key_bytes)
         if key is None:
             return
-        if value is None:
+        decoded = None if value is None else decode_value(value)
+        if pending is not None:
+            pending[key] = decoded
+        elif decoded is None:
             self._table.pop(key, None)
         else:
-            self._table[key] = decode_value(value)
+            self._table[key] = decoded
+
+    async def commit_transactional(
+        self, group: str, producer_id: int, producer_epoch: int, commits: Iterable[tuple[str, int, int, str, int]]
+    ) -> None:
+        """Write a transaction's offsets (TxnOffsetCommit); they count once its commit marker is written here."""
+        now = int(time.time() * 1000)
+        updates = {
+            (group, topic, partition): CommittedOffset(offset, metadata, leader_epoch, now)
+            for topic, partition, offset, metadata, leader_epoch in commits
+        }
+        if not updates:
+            return
+        records = [RecordToWrite(encode_value(value), encode_key(key)) for key, value in updates.items()]
+        batch = build_batch(
+            records, now_ms=now, producer_id=producer_id, producer_epoch=producer_epoch, transactional=True
+        )
+        await self._partition.append(batch, txn_check=_coordinator_checked)
+        self._pending.setdefault(producer_id, {}).update(updates)
+        if self._fsync:
+            await self._partition.log.sync()
+
+    def complete_transaction(self, producer_id: int, commit: bool) -> None:
+        """The marker of `producer_id`'s transaction was written here: its offsets become committed, or vanish."""
+        pending = self._pending.pop(producer_id, None)
+        if not commit or not pending:
+            return
+        for key, value in pending.items():
+            if value is None:
+                self._table.pop(key, None)
+            else:
+                self._table[key] = value
+
+    def has_pending(self, group: str, topic: str, partition: int) -> bool:
+        """Whether an open transaction holds an offset for this group and partition (OffsetFetch require_stable)."""
+        key = (group, topic, partition)
+        return any(key in pending for pending in self._pending.values())
 
     def fetch(self, group: str, topic: str, partition: int) -> CommittedOffset | None:
         return self._table.get((group, topic, partition))
@@ -172,3 +229,7 @@ class OffsetManager:
                 self._table[key] = value
         if self._fsync:
             await self._partition.log.sync()
+
+
+def _coordinator_checked(header: BatchHeader) -> None:
+    """The transaction service checked the producer and the transaction before `commit_transactional` was called."""

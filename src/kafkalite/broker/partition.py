@@ -1,16 +1,22 @@
 """One partition: the append path's checks, its lock, and the long-poll waiters of its readers.
 
 Append, in order, all before the first byte is written: every batch's header, length and CRC (`read_batches`);
-no control batch (only a broker writes those: Kafka refuses them from clients too); max.message.bytes; on a
-compacted topic, a key on every record (Kafka's LogValidator: INVALID_RECORD, the only produce that decodes records);
-a producer id the broker handed out, and idempotent-producer sequences; the capacity caps (`max.partition.messages`,
-`max.partition.bytes`). Then, under the partition's `asyncio.Lock`, base offsets are assigned and the batches
-written. Nothing awaits between the checks and the write, so a refused produce changes nothing.
+no control batch (only a broker writes those, with `write_marker`: Kafka refuses them from clients too);
+max.message.bytes; on a compacted topic, a key on every record (Kafka's LogValidator: INVALID_RECORD, the only
+produce that decodes records); a transactional batch only with the coordinator's consent (`txn_check`: the partition
+is in the producer's ongoing transaction and its epoch is current); a producer id the broker handed out, and
+idempotent-producer sequences; the capacity caps (`max.partition.messages`, `max.partition.bytes`). Then, under the
+partition's `asyncio.Lock`, base offsets are assigned and the batches written. Nothing awaits between the checks and
+the write, so a refused produce changes nothing.
 
 The lock is per partition, so writers to different partitions never wait for each other; writers to one
 partition keep their order. With one broker the high watermark is the log end offset: a record is readable as
 soon as it is written (a reader may therefore see data an `acks=all` producer is still waiting to have synced,
 as on a single-replica Kafka with acks=1 readers).
+
+Transactions: `transactions` tracks the open transactions (`partition_transactions`), hence the last stable offset;
+a read_committed read stops before it and carries the aborted transactions overlapping what it returns (from the
+log's `.txnindex`). `write_marker` appends a commit or abort marker and, for an abort, indexes the aborted range.
 """
 
 from __future__ import annotations
@@ -19,9 +25,10 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kafkalite.broker.log_reader import scan_batches
+from kafkalite.broker.partition_transactions import OpenTransactions
 from kafkalite.broker.producer_state import ProducerStateTable
 from kafkalite.config import TopicConfig
 from kafkalite.errors import (
@@ -30,16 +37,19 @@ from kafkalite.errors import (
     InvalidRecordError,
     PartitionFullError,
     RecordTooLargeError,
+    TransactionError,
     UnknownProducerIdError,
 )
+from kafkalite.protocol.control_records import ControlType, build_marker, control_type
 from kafkalite.protocol.records import (
     NO_PRODUCER_ID,
     BatchHeader,
     decode_columns,
     patch_log_append_time,
     read_batches,
+    read_header,
 )
-from kafkalite.storage import Log
+from kafkalite.storage import AbortedTxn, Log
 
 logger = logging.getLogger("kafkalite.partition")
 
@@ -62,6 +72,11 @@ class FetchData:
     high_watermark: int
     log_start_offset: int
     last_stable_offset: int
+    aborted_transactions: list[AbortedTxn] | None = field(default=None)  # None unless read_committed
+
+
+TxnCheck = Callable[[BatchHeader], None]
+"""Raises unless the transactional batch may be appended (the coordinator's verdict on its producer and partition)."""
 
 
 class Partition:
@@ -77,6 +92,7 @@ class Partition:
         self.config = config
         self.lock = asyncio.Lock()
         self.producers = ProducerStateTable()
+        self.transactions = OpenTransactions()
         self._producer_id_limit = producer_id_limit
         self._waiters: set[asyncio.Future[None]] = set()
         self._max_timestamp = -1
@@ -98,10 +114,14 @@ class Partition:
         return self.log.log_start_offset
 
     @property
+    def last_stable_offset(self) -> int:
+        return self.transactions.last_stable_offset(self.log.log_end_offset)
+
+    @property
     def message_count(self) -> int:
         return self.log.log_end_offset - self.log.log_start_offset
 
-    async def append(self, records: bytes | bytearray) -> ProduceResult:
+    async def append(self, records: bytes | bytearray, txn_check: TxnCheck | None = None) -> ProduceResult:
         """Validate and append the batches in `records`; raise a `KafkaLiteError` and change nothing on refusal."""
         batches = read_batches(records)
         if not batches:
@@ -109,12 +129,21 @@ class Partition:
         self._check_limits(batches, records)
         to_append: list[tuple[int, BatchHeader]] = []
         duplicate_of: int | None = None
-        for pos, header in batches:
-            if header.producer_id != NO_PRODUCER_ID:
-                if not 0 <= header.producer_id < self._producer_id_limit():
-                    raise UnknownProducerIdError(
-                        f"producer id {header.producer_id} was never handed out by this broker (InitProducerId)"
+        for _, header in batches:
+            if header.is_transactional:
+                if txn_check is None:
+                    raise TransactionError(
+                        f"transactional batch of producer {header.producer_id} to {self.topic}-{self.index} "
+                        "without a transactional id",
+                        48,  # INVALID_TXN_STATE
                     )
+                txn_check(header)
+        for pos, header in batches:
+            if header.producer_id != NO_PRODUCER_ID and not 0 <= header.producer_id < self._producer_id_limit():
+                raise UnknownProducerIdError(
+                    f"producer id {header.producer_id} was never handed out by this broker (InitProducerId)"
+                )
+            if header.producer_id >= 0 and header.base_sequence >= 0:
                 try:
                     self.producers.check(header)
                 except DuplicateSequenceError as dup:
@@ -138,7 +167,10 @@ class Partition:
                 base, last = self.log.append(batch, header)
                 self._max_timestamp = max(self._max_timestamp, header.max_timestamp)
                 if header.producer_id >= 0:
-                    self.producers.observe(header._replace(base_offset=base))
+                    if header.base_sequence >= 0:  # broker-written batches (transactional offsets) carry none
+                        self.producers.observe(header._replace(base_offset=base))
+                    if header.is_transactional:
+                        self.transactions.observe(header._replace(base_offset=base))
                 first_offset = base if first_offset < 0 else first_offset
                 last_offset = last
                 self.messages_in += header.last_offset_delta + 1
@@ -182,11 +214,38 @@ class Partition:
         if max_bytes > 0 and self.log.size_bytes + size > max_bytes:
             raise PartitionFullError(f"partition {self.topic}-{self.index} is full ({max_bytes} bytes)")
 
-    def read(self, offset: int, max_bytes: int) -> FetchData:
+    async def write_marker(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int) -> int:
+        """Append the commit or abort marker of `producer_id`'s transaction; return its offset."""
+        kind = ControlType.COMMIT if commit else ControlType.ABORT
+        batch = bytearray(build_marker(producer_id, producer_epoch, kind, coordinator_epoch, now_ms=_now_ms()))
+        async with self.lock:
+            offset, _ = self.log.append(batch, read_header(batch))
+            self._close_transaction(producer_id, offset, commit)
+        self._wake_readers()
+        logger.debug(
+            "wrote %s marker of producer %d at %s-%d offset %d", kind.name, producer_id, self.topic, self.index, offset
+        )
+        return offset
+
+    def _close_transaction(self, producer_id: int, marker_offset: int, commit: bool) -> None:
+        first = self.transactions.close(producer_id)
+        if first is not None and not commit:
+            lso = self.transactions.last_stable_offset(marker_offset + 1)
+            self.log.append_aborted_transaction(AbortedTxn(producer_id, first, marker_offset, lso))
+
+    def read(self, offset: int, max_bytes: int, *, read_committed: bool = False) -> FetchData:
         records = self.log.read(offset, max_bytes)
         self.bytes_out += len(records)
         end = self.log.log_end_offset
-        return FetchData(records, end, self.log.log_start_offset, end)
+        if not read_committed:
+            return FetchData(records, end, self.log.log_start_offset, end)
+        stable = self.transactions.last_stable_offset(end)
+        aborted = self.log.aborted_transactions(offset, end)
+        if stable == end and not aborted:  # the common case: nothing open, nothing aborted ahead: no walk
+            return FetchData(records, end, self.log.log_start_offset, stable, aborted)
+        cut, upper = _batches_below(records, stable)
+        aborted = [entry for entry in aborted if entry.first_offset < upper]
+        return FetchData(records[:cut], end, self.log.log_start_offset, stable, aborted)
 
     def max_timestamp_offset(self) -> tuple[int, int]:
         """(offset, timestamp) of the record with the largest timestamp seen (ListOffsets MAX_TIMESTAMP)."""
@@ -209,7 +268,48 @@ class Partition:
     def _rebuild_producer_state(self) -> None:
         """Replay the batch headers of the log's tail (idempotence table, max timestamp): headers only, no records."""
         start = self.log.log_end_offset - PRODUCER_STATE_WINDOW
-        for _chunk, _pos, header in scan_batches(self.log, start):
+        for chunk, pos, header in scan_batches(self.log, start):
             self._max_timestamp = max(self._max_timestamp, header.max_timestamp)
-            if header.producer_id >= 0:
-                self.producers.observe(header)
+            if header.is_control:
+                self._replay_marker(chunk, pos, header)
+            elif header.producer_id >= 0:
+                if header.base_sequence >= 0:
+                    self.producers.observe(header)
+                if header.is_transactional:
+                    self.transactions.observe(header)
+
+    def _replay_marker(self, chunk: bytes, pos: int, header: BatchHeader) -> None:
+        """A marker met on start: close its transaction, and index an abort the `.txnindex` lost (it lags the log)."""
+        kind = control_type(chunk, pos, header)
+        if kind is None:
+            return
+        first = self.transactions.close(header.producer_id)
+        if kind is ControlType.ABORT and first is not None and not self.log.has_aborted_transaction(header.base_offset):
+            lso = self.transactions.last_stable_offset(header.base_offset + 1)
+            try:
+                self.log.append_aborted_transaction(AbortedTxn(header.producer_id, first, header.base_offset, lso))
+            except ValueError as exc:
+                logger.warning("cannot re-index the abort at %s-%d: %s", self.topic, self.index, exc)
+            else:
+                logger.info(
+                    "re-indexed the aborted transaction ending at %s-%d offset %d",
+                    self.topic,
+                    self.index,
+                    header.base_offset,
+                )
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _batches_below(records: bytes, stable: int) -> tuple[int, int]:
+    """(bytes of the whole batches of `records` that start below `stable`, the offset after the last of them)."""
+    pos, upper = 0, -1
+    while pos < len(records):
+        base = int.from_bytes(records[pos : pos + 8], "big", signed=True)
+        if base >= stable:
+            break
+        upper = base + int.from_bytes(records[pos + 23 : pos + 27], "big", signed=True) + 1
+        pos += 12 + int.from_bytes(records[pos + 8 : pos + 12], "big", signed=True)
+    return pos, upper

@@ -6,8 +6,8 @@ Every id ever handed out is below `limit`, which is how a Produce naming an id t
 (`Partition.append`): ids are the broker's to hand out, and a client cannot push the allocator towards the end of the
 int64 range. A saved limit or a logged id too close to that end to come from here (a hostile write from before that
 check, or a damaged file) is ignored with a warning rather than followed into an overflow. A producer
-that presents its current id and epoch (KIP-360) gets the epoch bumped; a transactional id keeps its producer id and
-gets a new epoch each time (fencing the previous instance), in memory only, as KafkaLite has no transactions.
+that presents its current id and epoch (KIP-360) gets the epoch bumped. Transactional ids are the transaction
+coordinator's (`broker.transactions`), which takes its new ids from `allocate`.
 """
 
 from __future__ import annotations
@@ -35,30 +35,20 @@ class ProducerIds:
         self._limit = saved_limit or 0
         self._next = self._limit
         self._save_limit = save_limit
-        self._transactional: dict[str, tuple[int, int]] = {}
 
     @property
     def limit(self) -> int:
         """Every producer id this broker ever handed out is below this."""
         return self._limit
 
-    async def init_producer_id(
-        self, transactional_id: str | None, producer_id: int, producer_epoch: int, highest_seen: int
-    ) -> tuple[int, int]:
-        """(producer id, epoch) for an InitProducerId; `highest_seen` is the largest id found in the logs."""
-        if transactional_id:
-            known = self._transactional.get(transactional_id)
-            if known is not None and known[1] < MAX_EPOCH:
-                self._transactional[transactional_id] = (known[0], known[1] + 1)
-                return self._transactional[transactional_id]
-        elif 0 <= producer_id < self._limit and 0 <= producer_epoch < MAX_EPOCH:
+    async def init_producer_id(self, producer_id: int, producer_epoch: int, highest_seen: int) -> tuple[int, int]:
+        """(producer id, epoch) for an idempotent InitProducerId; `highest_seen` is the largest id known."""
+        if 0 <= producer_id < self._limit and 0 <= producer_epoch < MAX_EPOCH:
             return producer_id, producer_epoch + 1
-        new_id = await self._allocate(highest_seen)
-        if transactional_id:
-            self._transactional[transactional_id] = (new_id, 0)
-        return new_id, 0
+        return await self.allocate(highest_seen), 0
 
-    async def _allocate(self, highest_seen: int) -> int:
+    async def allocate(self, highest_seen: int) -> int:
+        """A producer id never handed out before (the block's end is saved before any id of it is used)."""
         if self._next >= self._limit:
             if highest_seen >= _HIGHEST_START:
                 logger.warning("Ignoring producer id %d found in the logs: no block of ids can follow it", highest_seen)

@@ -54,6 +54,8 @@ class BrokerConfig:
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1_800_000
     group_initial_rebalance_delay_ms: int = 0
+    transaction_max_timeout_ms: int = 900_000  # transaction.max.timeout.ms: the longest transaction.timeout.ms
+    transaction_abort_interval_ms: int = 10_000  # transaction.abort.timed.out.transaction.cleanup.interval.ms
     max_request_partition_size_limit: int = 2000  # DescribeTopicPartitions' cap on partitions per answer
     topic_defaults: Mapping[str, str] = field(default_factory=dict)  # broker-wide overrides of topic config defaults
     static_settings: Mapping[str, str] = field(default_factory=dict)  # key=value as loaded (server.properties)
@@ -159,6 +161,17 @@ _OWN_SETTINGS = [
                 "How long a new group waits for more members before its first rebalance.", read_only=True,
                 note="the default is 0, Kafka's is 3000."),
         "group_initial_rebalance_delay_ms",
+    ),
+    BrokerKey(
+        Setting("transaction.max.timeout.ms", _I, "900000",
+                "The longest transaction.timeout.ms a transactional producer may ask for.", at_least(1),
+                read_only=True),
+        "transaction_max_timeout_ms",
+    ),
+    BrokerKey(
+        Setting("transaction.abort.timed.out.transaction.cleanup.interval.ms", _I, "10000",
+                "How often transactions past their timeout are looked for and aborted.", at_least(1), read_only=True),
+        "transaction_abort_interval_ms",
     ),
     BrokerKey(
         Setting("max.request.partition.size.limit", _I, "2000",

@@ -1,0 +1,230 @@
+"""Transactions in the domain broker, on both engines: markers, the last stable offset, read_committed reads, the
+aborted-transaction index, transactional offsets, fencing, timeouts, and recovery across restarts."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+
+import kafkalite
+from kafkalite import errors
+from kafkalite.broker import LATEST, OFFSETS_TOPIC
+from kafkalite.protocol.control_records import control_type
+from kafkalite.protocol.records import RecordToWrite, build_batch, iter_records, read_header
+from kafkalite.storage import AbortedTxn
+from kafkalite.transactions import TxnState
+
+from .harness import BrokerFactory
+
+TOPIC = "t"
+
+
+def txn_batch(pid: int, epoch: int, sequence: int, *values: bytes) -> bytes:
+    records = [RecordToWrite(v, None) for v in values]
+    return build_batch(
+        records,
+        now_ms=int(time.time() * 1000),
+        producer_id=pid,
+        producer_epoch=epoch,
+        base_sequence=sequence,
+        transactional=True,
+    )
+
+
+def batches(data: bytes) -> list[tuple[str, list[bytes | None]]]:
+    """Each batch as ("data", values) or ("commit"/"abort", [])."""
+    out: list[tuple[str, list[bytes | None]]] = []
+    pos = 0
+    while pos < len(data):
+        header = read_header(data, pos)
+        if header.is_control:
+            kind = control_type(data, pos, header)
+            out.append((kind.name.lower() if kind is not None else "control", []))
+        else:
+            out.append(("data", [r.value for r in iter_records(data, pos)]))
+        pos += header.size
+    return out
+
+
+async def begin(broker: kafkalite.Broker, tid: str = "tx", *partitions: tuple[str, int]) -> tuple[int, int]:
+    pid, epoch = await broker.init_producer_id(tid)
+    result = await broker.transactions.add_partitions(tid, pid, epoch, partitions or [(TOPIC, 0)])
+    assert result.error == 0
+    return pid, epoch
+
+
+async def test_commit_writes_markers_and_moves_the_lso(broker: kafkalite.Broker) -> None:
+    await broker.create_topic(TOPIC, partitions=2)
+    pid, epoch = await begin(broker, "tx", (TOPIC, 0), (TOPIC, 1))
+    await broker.append(TOPIC, 0, txn_batch(pid, epoch, 0, b"a", b"b"), transactional_id="tx")
+    await broker.append(TOPIC, 0, txn_batch(pid, epoch, 2, b"c"), transactional_id="tx")
+    partition = broker.partition(TOPIC, 0)
+    assert (partition.last_stable_offset, partition.high_watermark) == (0, 3)
+    committed = broker.fetch(TOPIC, 0, 0, 1 << 20, read_committed=True)
+    assert (committed.records, committed.last_stable_offset, committed.aborted_transactions) == (b"", 0, [])
+    assert broker.list_offset(TOPIC, 0, LATEST, read_committed=True) == (0, -1)
+    assert broker.list_offset(TOPIC, 0, LATEST) == (3, -1)
+    assert [kind for kind, _ in batches(broker.fetch(TOPIC, 0, 0, 1 << 20).records)] == ["data", "data"]
+
+    result = await broker.transactions.end_transaction("tx", pid, epoch, commit=True)
+    assert result.error == 0
+    assert partition.last_stable_offset == partition.high_watermark == 4
+    read = broker.fetch(TOPIC, 0, 0, 1 << 20, read_committed=True)
+    assert batches(read.records) == [("data", [b"a", b"b"]), ("data", [b"c"]), ("commit", [])]
+    assert read.aborted_transactions == []
+    assert batches(broker.fetch(TOPIC, 1, 0, 1 << 20).records) == [("commit", [])]  # every partition gets a marker
+    txn = broker.transactions.describe("tx")
+    assert txn is not None and txn.state is TxnState.COMPLETE_COMMIT and not txn.partitions
+
+
+async def test_abort_is_indexed_and_reported_to_read_committed(broker: kafkalite.Broker) -> None:
+    await broker.create_topic(TOPIC)
+    await broker.produce(TOPIC, 0, build_batch([RecordToWrite(b"plain", None)], now_ms=int(time.time() * 1000)))
+    pid, epoch = await begin(broker)
+    await broker.append(TOPIC, 0, txn_batch(pid, epoch, 0, b"x", b"y"), transactional_id="tx")
+    await broker.transactions.end_transaction("tx", pid, epoch, commit=False)
+    read = broker.fetch(TOPIC, 0, 0, 1 << 20, read_committed=True)
+    assert [kind for kind, _ in batches(read.records)] == ["data", "data", "abort"]
+    assert read.aborted_transactions == [AbortedTxn(pid, 1, 3, 4)]
+    assert broker.fetch(TOPIC, 0, 4, 1 << 20, read_committed=True).aborted_transactions == []
+    assert broker.fetch(TOPIC, 0, 0, 1 << 20).aborted_transactions is None  # read_uncommitted: no list at all
+
+
+async def test_read_committed_stops_before_the_first_open_transaction(broker: kafkalite.Broker) -> None:
+    await broker.create_topic(TOPIC)
+    pid1, epoch1 = await begin(broker, "one")
+    pid2, epoch2 = await begin(broker, "two")
+    await broker.append(TOPIC, 0, txn_batch(pid1, epoch1, 0, b"1a"), transactional_id="one")
+    await broker.append(TOPIC, 0, txn_batch(pid2, epoch2, 0, b"2a"), transactional_id="two")
+    await broker.transactions.end_transaction("two", pid2, epoch2, commit=True)
+    partition = broker.partition(TOPIC, 0)
+    assert partition.last_stable_offset == 0  # "one" still holds it down
+    await broker.transactions.end_transaction("one", pid1, epoch1, commit=True)
+    assert partition.last_stable_offset == 4
+
+
+async def test_transactional_writes_need_the_partition_and_the_current_epoch(broker: kafkalite.Broker) -> None:
+    await broker.create_topic(TOPIC, partitions=2)
+    pid, epoch = await begin(broker)
+    with pytest.raises(errors.TransactionError) as refused:
+        await broker.append(TOPIC, 1, txn_batch(pid, epoch, 0, b"x"), transactional_id="tx")
+    assert refused.value.error_code == 48  # INVALID_TXN_STATE: partition 1 was never added
+    with pytest.raises(errors.TransactionError):
+        await broker.append(TOPIC, 0, txn_batch(pid, epoch, 0, b"x"))  # no transactional id at all
+    new_pid, new_epoch = await broker.init_producer_id("tx")  # a new instance fences the old one
+    assert (new_pid, new_epoch) == (pid, epoch + 2)  # +1 fencing the ongoing transaction, +1 for the new instance
+    with pytest.raises(errors.InvalidProducerEpochError):
+        await broker.append(TOPIC, 0, txn_batch(pid, epoch, 0, b"zombie"), transactional_id="tx")
+    assert broker.partition(TOPIC, 1).high_watermark == 0
+    # The fenced transaction was aborted (it had nothing written here, so no index entry, only the marker).
+    assert [kind for kind, _ in batches(broker.fetch(TOPIC, 0, 0, 1 << 20).records)] == ["abort"]
+
+
+async def test_transactional_offsets_count_only_at_commit(broker: kafkalite.Broker) -> None:
+    await broker.create_topic(TOPIC)
+    pid, epoch = await broker.init_producer_id("tx")
+    assert (await broker.transactions.add_offsets("tx", pid, epoch, "g")).error == 0
+    error = await broker.transactions.commit_offsets("tx", "g", pid, epoch, [(TOPIC, 0, 42, "", -1)])
+    assert error == 0
+    assert broker.offsets.fetch("g", TOPIC, 0) is None and broker.offsets.has_pending("g", TOPIC, 0)
+    await broker.transactions.end_transaction("tx", pid, epoch, commit=True)
+    committed = broker.offsets.fetch("g", TOPIC, 0)
+    assert committed is not None and committed.offset == 42
+
+    pid, epoch = await broker.init_producer_id("tx")
+    await broker.transactions.add_offsets("tx", pid, epoch, "g")
+    await broker.transactions.commit_offsets("tx", "g", pid, epoch, [(TOPIC, 0, 99, "", -1)])
+    await broker.transactions.end_transaction("tx", pid, epoch, commit=False)
+    committed = broker.offsets.fetch("g", TOPIC, 0)
+    assert committed is not None and committed.offset == 42
+    # Outside a transaction that added the offsets partition, TxnOffsetCommit is refused.
+    assert await broker.transactions.commit_offsets("tx", "g", pid, epoch, [(TOPIC, 0, 7, "", -1)]) == 48
+
+
+async def test_expired_transaction_is_aborted_and_its_producer_fenced(broker: kafkalite.Broker) -> None:
+    await broker.create_topic(TOPIC)
+    pid, epoch = await broker.init_producer_id("tx", transaction_timeout_ms=100)
+    await broker.transactions.add_partitions("tx", pid, epoch, [(TOPIC, 0)])
+    await broker.append(TOPIC, 0, txn_batch(pid, epoch, 0, b"late"), transactional_id="tx")
+    assert await broker.transactions.abort_expired(int(time.time() * 1000)) == 0
+    assert await broker.transactions.abort_expired(int(time.time() * 1000) + 200) == 1
+    assert broker.partition(TOPIC, 0).last_stable_offset == 2
+    assert broker.fetch(TOPIC, 0, 0, 1 << 20, read_committed=True).aborted_transactions == [AbortedTxn(pid, 0, 1, 2)]
+    result = await broker.transactions.end_transaction("tx", pid, epoch, commit=True)
+    assert result.error == 90  # PRODUCER_FENCED: the producer learns its transaction is gone
+
+
+async def test_restart_completes_a_prepared_commit_and_aborts_an_open_transaction(tmp_path: Path) -> None:
+    factory = BrokerFactory("file", tmp_path)
+    async with factory(transaction_abort_interval_ms=50) as broker:
+        await broker.create_topic(TOPIC, partitions=2)
+        pid, epoch = await begin(broker, "prepared", (TOPIC, 0))
+        await broker.append(TOPIC, 0, txn_batch(pid, epoch, 0, b"keep"), transactional_id="prepared")
+        # Crash between persisting PrepareCommit and writing the markers: do step 1 of a completion only.
+        service = broker.transactions
+        prepared = service.coordinator.end_transaction("prepared", pid, epoch, True, 0, bump_epoch=False)
+        assert prepared.changed is not None
+        await service._log.write(prepared.changed)
+        pid2, epoch2 = await broker.init_producer_id("open", transaction_timeout_ms=300)
+        await broker.transactions.add_partitions("open", pid2, epoch2, [(TOPIC, 1)])
+        await broker.append(TOPIC, 1, txn_batch(pid2, epoch2, 0, b"drop"), transactional_id="open")
+    async with factory(transaction_abort_interval_ms=50) as broker:
+        p0, p1 = broker.partition(TOPIC, 0), broker.partition(TOPIC, 1)
+        assert batches(broker.fetch(TOPIC, 0, 0, 1 << 20, read_committed=True).records) == [
+            ("data", [b"keep"]),
+            ("commit", []),
+        ]
+        assert p0.last_stable_offset == 2
+        assert p1.last_stable_offset == 0  # the open transaction was rebuilt from the log
+        txn = broker.transactions.describe("open")
+        assert txn is not None and txn.state is TxnState.ONGOING
+        deadline = time.monotonic() + 10
+        while p1.last_stable_offset == 0 and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        assert p1.last_stable_offset == 2
+        assert broker.fetch(TOPIC, 1, 0, 1 << 20, read_committed=True).aborted_transactions == [
+            AbortedTxn(pid2, 0, 1, 2)
+        ]
+    async with factory() as broker:  # the abort index survived on disk
+        assert broker.fetch(TOPIC, 1, 0, 1 << 20, read_committed=True).aborted_transactions == [
+            AbortedTxn(pid2, 0, 1, 2)
+        ]
+        assert broker.partition(TOPIC, 1).last_stable_offset == 2
+
+
+async def test_lost_txnindex_is_rebuilt_from_the_log_tail(tmp_path: Path) -> None:
+    factory = BrokerFactory("file", tmp_path)
+    async with factory() as broker:
+        await broker.create_topic(TOPIC)
+        pid, epoch = await begin(broker)
+        await broker.append(TOPIC, 0, txn_batch(pid, epoch, 0, b"x"), transactional_id="tx")
+        await broker.transactions.end_transaction("tx", pid, epoch, commit=False)
+        directory = broker.data_dir / f"{TOPIC}-0"  # type: ignore[operator]
+    for index in directory.glob("*.txnindex"):
+        index.unlink()
+    async with factory() as broker:
+        assert broker.fetch(TOPIC, 0, 0, 1 << 20, read_committed=True).aborted_transactions == [
+            AbortedTxn(pid, 0, 1, 2)
+        ]
+    assert list(directory.glob("*.txnindex"))
+
+
+async def test_offsets_topic_replays_transactional_commits(tmp_path: Path) -> None:
+    factory = BrokerFactory("file", tmp_path)
+    async with factory() as broker:
+        await broker.create_topic(TOPIC)
+        for offset, commit in ((10, True), (20, False)):
+            pid, epoch = await broker.init_producer_id("tx")
+            await broker.transactions.add_offsets("tx", pid, epoch, "g")
+            await broker.transactions.commit_offsets("tx", "g", pid, epoch, [(TOPIC, 0, offset, "", -1)])
+            await broker.transactions.end_transaction("tx", pid, epoch, commit=commit)
+        pid, epoch = await broker.init_producer_id("tx")
+        await broker.transactions.add_offsets("tx", pid, epoch, "g")
+        await broker.transactions.commit_offsets("tx", "g", pid, epoch, [(TOPIC, 0, 30, "", -1)])
+    async with factory() as broker:
+        committed = broker.offsets.fetch("g", TOPIC, 0)
+        assert committed is not None and committed.offset == 10
+        assert broker.partition(OFFSETS_TOPIC, 0).last_stable_offset < broker.partition(OFFSETS_TOPIC, 0).high_watermark
