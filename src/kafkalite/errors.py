@@ -28,8 +28,8 @@ a lookup table of its own::
     ├── GroupError                   consumer-group protocol outcomes, each with its Kafka code
     ├── ClusterError                 a Kafka cluster reached over the network failed a request (`kafkalite.connect`)
     │   └── UnreachableError         no broker answered at the bootstrap address
-    ├── TransactionError             the transaction coordinator's refusals (INVALID_TXN_STATE, 48; CONCURRENT_TRANSACTIONS,
-    │                                51; INVALID_PRODUCER_ID_MAPPING, 49; ...), each with its Kafka code; a fenced
+    ├── TransactionError             the transaction coordinator's refusals (INVALID_TXN_STATE 48,
+    │                                CONCURRENT_TRANSACTIONS 51, ...), each with its Kafka code; a fenced
     │                                transactional producer gets ProducerFencedError (90) instead
     └── ClosedError                  the broker, producer or consumer is closed
 

@@ -77,7 +77,9 @@ async def test_commit_writes_markers_and_moves_the_lso(broker: kafkalite.Broker)
     assert read.aborted_transactions == []
     assert batches(broker.fetch(TOPIC, 1, 0, 1 << 20).records) == [("commit", [])]  # every partition gets a marker
     txn = broker.transactions.describe("tx")
-    assert txn is not None and txn.state is TxnState.COMPLETE_COMMIT and not txn.partitions
+    assert txn is not None
+    assert txn.state is TxnState.COMPLETE_COMMIT
+    assert not txn.partitions
 
 
 async def test_abort_is_indexed_and_reported_to_read_committed(broker: kafkalite.Broker) -> None:
@@ -129,17 +131,20 @@ async def test_transactional_offsets_count_only_at_commit(broker: kafkalite.Brok
     assert (await broker.transactions.add_offsets("tx", pid, epoch, "g")).error == 0
     error = await broker.transactions.commit_offsets("tx", "g", pid, epoch, [(TOPIC, 0, 42, "", -1)])
     assert error == 0
-    assert broker.offsets.fetch("g", TOPIC, 0) is None and broker.offsets.has_pending("g", TOPIC, 0)
+    assert broker.offsets.fetch("g", TOPIC, 0) is None
+    assert broker.offsets.has_pending("g", TOPIC, 0)
     await broker.transactions.end_transaction("tx", pid, epoch, commit=True)
     committed = broker.offsets.fetch("g", TOPIC, 0)
-    assert committed is not None and committed.offset == 42
+    assert committed is not None
+    assert committed.offset == 42
 
     pid, epoch = await broker.init_producer_id("tx")
     await broker.transactions.add_offsets("tx", pid, epoch, "g")
     await broker.transactions.commit_offsets("tx", "g", pid, epoch, [(TOPIC, 0, 99, "", -1)])
     await broker.transactions.end_transaction("tx", pid, epoch, commit=False)
     committed = broker.offsets.fetch("g", TOPIC, 0)
-    assert committed is not None and committed.offset == 42
+    assert committed is not None
+    assert committed.offset == 42
     # Outside a transaction that added the offsets partition, TxnOffsetCommit is refused.
     assert await broker.transactions.commit_offsets("tx", "g", pid, epoch, [(TOPIC, 0, 7, "", -1)]) == 48
 
@@ -180,7 +185,8 @@ async def test_restart_completes_a_prepared_commit_and_aborts_an_open_transactio
         assert p0.last_stable_offset == 2
         assert p1.last_stable_offset == 0  # the open transaction was rebuilt from the log
         txn = broker.transactions.describe("open")
-        assert txn is not None and txn.state is TxnState.ONGOING
+        assert txn is not None
+        assert txn.state is TxnState.ONGOING
         deadline = time.monotonic() + 10
         while p1.last_stable_offset == 0 and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
@@ -226,5 +232,6 @@ async def test_offsets_topic_replays_transactional_commits(tmp_path: Path) -> No
         await broker.transactions.commit_offsets("tx", "g", pid, epoch, [(TOPIC, 0, 30, "", -1)])
     async with factory() as broker:
         committed = broker.offsets.fetch("g", TOPIC, 0)
-        assert committed is not None and committed.offset == 10
+        assert committed is not None
+        assert committed.offset == 10
         assert broker.partition(OFFSETS_TOPIC, 0).last_stable_offset < broker.partition(OFFSETS_TOPIC, 0).high_watermark

@@ -31,7 +31,8 @@ def test_marker_layout(kind: ControlType) -> None:
 @pytest.mark.parametrize("kind", list(ControlType))
 def test_kafka_python_reads_our_marker(kind: ControlType) -> None:
     batch = DefaultRecordBatch(build_marker(1, 0, kind, 0, now_ms=1000))
-    assert batch.is_control_batch and batch.is_transactional
+    assert batch.is_control_batch
+    assert batch.is_transactional
     assert batch.validate_crc()
     (record,) = list(batch)
     assert record.abort == (kind is ControlType.ABORT)

@@ -39,7 +39,8 @@ def test_aborted_transactions_overlapping_a_range(make_log: LogFactory) -> None:
     assert [e.producer_id for e in log.aborted_transactions(4, 8)] == [2]
     assert [e.producer_id for e in log.aborted_transactions(3, 3)] == [1, 2]
     assert log.aborted_transactions(10, 20) == []
-    assert log.has_aborted_transaction(6) and not log.has_aborted_transaction(5)
+    assert log.has_aborted_transaction(6)
+    assert not log.has_aborted_transaction(5)
 
 
 def test_markers_must_come_in_offset_order(make_log: LogFactory) -> None:

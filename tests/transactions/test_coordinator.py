@@ -43,16 +43,19 @@ def test_table_matches_kafkas_valid_previous_states() -> None:
     with pytest.raises(InvalidTransition, match="END_COMMIT is not allowed in Empty"):
         transition(S.EMPTY, TxnEvent.END_COMMIT)
     assert [s.code for s in S] == [0, 1, 2, 3, 4, 5, 6, 7]
-    assert TxnState.from_code(7) is S.PREPARE_EPOCH_FENCE and TxnState.from_label("Ongoing") is S.ONGOING
+    assert TxnState.from_code(7) is S.PREPARE_EPOCH_FENCE
+    assert TxnState.from_label("Ongoing") is S.ONGOING
 
 
 def test_init_creates_then_bumps_the_epoch() -> None:
     coordinator, pid, epoch = started()
     assert (pid, epoch) == (100, 0)
-    assert not coordinator.needs_producer_id("t1") and coordinator.needs_producer_id("other")
+    assert not coordinator.needs_producer_id("t1")
+    assert coordinator.needs_producer_id("other")
     again = coordinator.init_producer_id("t1", 10_000, T0 + 1, fresh_producer_id=None)
     assert (again.error, again.producer_id, again.producer_epoch) == (0, 100, 1)
-    assert again.changed is not None and again.changed.state is TxnState.EMPTY
+    assert again.changed is not None
+    assert again.changed.state is TxnState.EMPTY
 
 
 def test_timeout_above_the_cap_is_refused() -> None:
@@ -76,25 +79,32 @@ def test_exhausted_epoch_gets_a_new_producer_id() -> None:
 def test_commit_cycle() -> None:
     coordinator, pid, epoch = started()
     added = coordinator.add_partitions("t1", pid, epoch, [TP, ("orders", 1)], T0 + 5)
-    assert added.error == 0 and added.changed is not None and added.changed.state is TxnState.ONGOING
+    assert added.error == 0
+    assert added.changed is not None
+    assert added.changed.state is TxnState.ONGOING
     assert coordinator.check_write("t1", pid, epoch, TP) == 0
     assert coordinator.check_write("t1", pid, epoch, ("orders", 2)) == INVALID_TXN_STATE
     ended = coordinator.end_transaction("t1", pid, epoch, True, T0 + 6, bump_epoch=False)
-    assert ended.error == 0 and ended.completion is not None
-    assert ended.completion.commit and ended.completion.partitions == {TP, ("orders", 1)}
+    assert ended.error == 0
+    assert ended.completion is not None
+    assert ended.completion.commit
+    assert ended.completion.partitions == {TP, ("orders", 1)}
     # Until the markers are written, everything waits.
     assert coordinator.add_partitions("t1", pid, epoch, [TP], T0 + 7).error == CONCURRENT_TRANSACTIONS
     assert coordinator.init_producer_id("t1", 10_000, T0, fresh_producer_id=None).error == CONCURRENT_TRANSACTIONS
     assert coordinator.end_transaction("t1", pid, epoch, False, T0, bump_epoch=False).error == INVALID_TXN_STATE
     done = coordinator.complete("t1", T0 + 8)
-    assert done.state is TxnState.COMPLETE_COMMIT and not done.partitions
+    assert done.state is TxnState.COMPLETE_COMMIT
+    assert not done.partitions
     # A retried EndTxn with the same outcome succeeds; the other outcome is refused.
     assert coordinator.end_transaction("t1", pid, epoch, True, T0, bump_epoch=False).error == 0
     assert coordinator.end_transaction("t1", pid, epoch, False, T0, bump_epoch=False).error == INVALID_TXN_STATE
     # The next transaction starts from CompleteCommit.
     assert coordinator.add_partitions("t1", pid, epoch, [("other", 0)], T0 + 9).error == 0
     txn = coordinator.get("t1")
-    assert txn is not None and txn.partitions == {("other", 0)} and txn.start_ms == T0 + 9
+    assert txn is not None
+    assert txn.partitions == {("other", 0)}
+    assert txn.start_ms == T0 + 9
 
 
 def test_end_with_nothing_ongoing_is_invalid_state() -> None:
@@ -107,7 +117,8 @@ def test_epoch_bump_per_transaction_kip_890() -> None:
     coordinator.add_partitions("t1", pid, epoch, [TP], T0)
     ended = coordinator.end_transaction("t1", pid, epoch, False, T0, bump_epoch=True)
     assert (ended.error, ended.producer_epoch) == (0, epoch + 1)
-    assert ended.completion is not None and ended.completion.producer_epoch == epoch + 1
+    assert ended.completion is not None
+    assert ended.completion.producer_epoch == epoch + 1
     retried = coordinator.end_transaction("t1", pid, epoch, False, T0, bump_epoch=True)
     assert retried.error == CONCURRENT_TRANSACTIONS
     coordinator.complete("t1", T0)
@@ -124,8 +135,10 @@ def test_fencing_a_zombie() -> None:
     coordinator.add_partitions("t1", pid, epoch, [TP], T0)
     # A new instance starts: the ongoing transaction is fenced and aborted first, then the epoch bumped again.
     fenced = coordinator.init_producer_id("t1", 10_000, T0 + 1, fresh_producer_id=None)
-    assert fenced.error == CONCURRENT_TRANSACTIONS and fenced.completion is not None
-    assert not fenced.completion.commit and fenced.completion.producer_epoch == epoch + 1
+    assert fenced.error == CONCURRENT_TRANSACTIONS
+    assert fenced.completion is not None
+    assert not fenced.completion.commit
+    assert fenced.completion.producer_epoch == epoch + 1
     coordinator.complete("t1", T0 + 2)
     new = coordinator.init_producer_id("t1", 10_000, T0 + 3, fresh_producer_id=None)
     assert (new.error, new.producer_epoch) == (0, epoch + 2)
@@ -136,7 +149,8 @@ def test_fencing_a_zombie() -> None:
         INVALID_PRODUCER_ID_MAPPING
     )
     assert coordinator.add_partitions("t1", pid, new.producer_epoch + 5, [TP], T0).error == INVALID_PRODUCER_EPOCH
-    assert fenced_for(PRODUCER_FENCED, 1, 2) == INVALID_PRODUCER_EPOCH and fenced_for(PRODUCER_FENCED, 2, 2) == 90
+    assert fenced_for(PRODUCER_FENCED, 1, 2) == INVALID_PRODUCER_EPOCH
+    assert fenced_for(PRODUCER_FENCED, 2, 2) == 90
 
 
 def test_kip_360_init_with_the_current_id_and_epoch() -> None:
@@ -167,10 +181,12 @@ def test_expiry_aborts_and_fences() -> None:
     coordinator.add_partitions("t1", pid, epoch, [TP], T0)
     assert coordinator.expire(T0 + 10_000) == []
     (expired,) = coordinator.expire(T0 + 10_001)
-    assert expired.completion is not None and not expired.completion.commit
+    assert expired.completion is not None
+    assert not expired.completion.commit
     assert expired.completion.producer_epoch == epoch + 1
     txn = coordinator.get("t1")
-    assert txn is not None and txn.state is TxnState.PREPARE_ABORT
+    assert txn is not None
+    assert txn.state is TxnState.PREPARE_ABORT
     coordinator.complete("t1", T0 + 10_002)
     assert coordinator.end_transaction("t1", pid, epoch, True, T0, bump_epoch=False).error == PRODUCER_FENCED
 

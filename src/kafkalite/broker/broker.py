@@ -39,8 +39,8 @@ from kafkalite.errors import (
     InvalidConfigError,
     InvalidProducerEpochError,
     OffsetOutOfRangeError,
-    TransactionError,
     TopicExistsError,
+    TransactionError,
     UnknownPartitionError,
     UnknownTopicError,
 )
@@ -538,7 +538,9 @@ class Broker:
                 transactional_id, transaction_timeout_ms, producer_id, producer_epoch
             )
             if result.error:
-                raise TransactionError(f"InitProducerId of {transactional_id}: {error_name(result.error)}", result.error)
+                raise TransactionError(
+                    f"InitProducerId of {transactional_id}: {error_name(result.error)}", result.error
+                )
             return result.producer_id, result.producer_epoch
         return await self._producer_ids.init_producer_id(producer_id, producer_epoch, self._highest_producer_id())
 

@@ -75,6 +75,17 @@ class FetchData:
     aborted_transactions: list[AbortedTxn] | None = field(default=None)  # None unless read_committed
 
 
+@dataclass(frozen=True, slots=True)
+class ProducerDescription:
+    """One producer as DescribeProducers reports it."""
+
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    last_timestamp: int
+    current_txn_start_offset: int
+
+
 TxnCheck = Callable[[BatchHeader], None]
 """Raises unless the transactional batch may be appended (the coordinator's verdict on its producer and partition)."""
 
@@ -246,6 +257,25 @@ class Partition:
         cut, upper = _batches_below(records, stable)
         aborted = [entry for entry in aborted if entry.first_offset < upper]
         return FetchData(records[:cut], end, self.log.log_start_offset, stable, aborted)
+
+    def describe_producers(self) -> list[ProducerDescription]:
+        """Every producer with idempotence state here or an open transaction, by producer id."""
+        entries = self.producers.entries()
+        ids = sorted(set(entries) | set(self.transactions.producer_ids()))
+        described = []
+        for producer_id in ids:
+            entry = entries.get(producer_id)
+            first = self.transactions.first_offset(producer_id)
+            described.append(
+                ProducerDescription(
+                    producer_id,
+                    entry.epoch if entry else -1,
+                    entry.last_sequence if entry else -1,
+                    entry.last_timestamp if entry else -1,
+                    -1 if first is None else first,
+                )
+            )
+        return described
 
     def max_timestamp_offset(self) -> tuple[int, int]:
         """(offset, timestamp) of the record with the largest timestamp seen (ListOffsets MAX_TIMESTAMP)."""

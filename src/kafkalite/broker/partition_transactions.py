@@ -33,6 +33,9 @@ class OpenTransactions:
         """A marker of `producer_id` was appended: forget its open transaction, returning its first offset."""
         return self._first_offsets.pop(producer_id, None)
 
+    def producer_ids(self) -> list[int]:
+        return list(self._first_offsets)
+
     def first_offset(self, producer_id: int) -> int | None:
         return self._first_offsets.get(producer_id)
 

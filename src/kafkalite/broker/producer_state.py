@@ -35,6 +35,7 @@ class AppendedBatch:
 class ProducerEntry:
     epoch: int
     batches: deque[AppendedBatch] = field(default_factory=lambda: deque(maxlen=CACHED_BATCHES))
+    last_timestamp: int = -1  # max timestamp of its last batch (DescribeProducers)
 
     @property
     def last_sequence(self) -> int:
@@ -90,6 +91,11 @@ class ProducerStateTable:
         entry.batches.append(
             AppendedBatch(header.base_sequence, _last_sequence(header), header.base_offset, header.last_offset)
         )
+        entry.last_timestamp = header.max_timestamp
+
+    def entries(self) -> dict[int, ProducerEntry]:
+        """Producer id → its entry (read-only view for DescribeProducers)."""
+        return dict(self._producers)
 
     def last_offsets(self) -> dict[int, int]:
         """Producer id → last offset of its last appended batch: the batches a log cleaning must keep."""

@@ -122,7 +122,9 @@ class TransactionLog:
                 transactional_id = decode_key(record.key)
                 latest[transactional_id] = decode_value(transactional_id, record.value)
             except (CorruptRecordError, ValueError, UnicodeDecodeError) as exc:
-                logger.error("Skipping unreadable %s record at offset %d: %s", TRANSACTION_STATE_TOPIC, record.offset, exc)
+                logger.error(
+                    "Skipping unreadable %s record at offset %d: %s", TRANSACTION_STATE_TOPIC, record.offset, exc
+                )
                 continue
             self._records_in_log += 1
         self._live = set(latest)

@@ -218,7 +218,8 @@ class TransactionService:
         now = _now_ms() if now_ms is None else now_ms
         count = 0
         for result in self.coordinator.expire(now):
-            assert result.completion is not None and result.changed is not None
+            assert result.completion is not None
+            assert result.changed is not None
             logger.info(
                 "Aborting transaction %s: open for more than %d ms; its producer is fenced (epoch now %d)",
                 result.changed.transactional_id,

@@ -310,6 +310,3 @@ def _completion(txn: TxnMetadata) -> Completion:
         txn.state is TxnState.PREPARE_COMMIT,
         frozenset(txn.partitions),
     )
-
-
-

@@ -1,6 +1,8 @@
 """One module per Kafka API key; importing this package registers every handler with `server.dispatch`."""
 
 from kafkalite.server.handlers import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_configs,
     alter_partition_reassignments,
     alter_replica_log_dirs,
@@ -14,9 +16,12 @@ from kafkalite.server.handlers import (
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_producers,
     describe_quorum,
     describe_topic_partitions,
+    describe_transactions,
     elect_leaders,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -28,6 +33,7 @@ from kafkalite.server.handlers import (
     list_groups,
     list_offsets,
     list_partition_reassignments,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
@@ -35,9 +41,12 @@ from kafkalite.server.handlers import (
     offset_for_leader_epoch,
     produce,
     sync_group,
+    txn_offset_commit,
 )
 
 __all__ = [
+    "add_offsets_to_txn",
+    "add_partitions_to_txn",
     "alter_configs",
     "alter_partition_reassignments",
     "alter_replica_log_dirs",
@@ -51,9 +60,12 @@ __all__ = [
     "describe_configs",
     "describe_groups",
     "describe_log_dirs",
+    "describe_producers",
     "describe_quorum",
     "describe_topic_partitions",
+    "describe_transactions",
     "elect_leaders",
+    "end_txn",
     "fetch",
     "find_coordinator",
     "heartbeat",
@@ -65,6 +77,7 @@ __all__ = [
     "list_groups",
     "list_offsets",
     "list_partition_reassignments",
+    "list_transactions",
     "metadata",
     "offset_commit",
     "offset_delete",
@@ -72,4 +85,5 @@ __all__ = [
     "offset_for_leader_epoch",
     "produce",
     "sync_group",
+    "txn_offset_commit",
 ]

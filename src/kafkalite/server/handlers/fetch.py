@@ -11,8 +11,10 @@ partition_max_bytes each partition, but the first batch found is always returned
 (KIP-74). An empty partition answers zero-length records, never null.
 
 No fetch sessions are created: the answer's session_id is 0, which tells the client to send full requests.
-isolation_level is accepted and ignored: without transactions every record is committed, and last_stable_offset is
-the high watermark.
+isolation_level 1 (READ_COMMITTED) returns only whole batches below the partition's last stable offset and lists
+the aborted transactions among them (producer id, first offset) for the client to drop; isolation_level 0 returns
+everything up to the high watermark and a null aborted list. Control batches (markers) are returned either way: they
+hold offsets, and clients skip them.
 """
 
 from __future__ import annotations
@@ -26,13 +28,17 @@ from kafkalite.protocol.wire import ApiKey
 from kafkalite.server.dispatch import RequestContext, handles
 from kafkalite.server.handlers._common import UNKNOWN_TOPIC_ID, error_code, topic_name_by_id
 
+READ_COMMITTED = 1
+
 
 def _topic_name(ctx: RequestContext, topic: Any) -> str | None:
     """The requested topic's name (v13+ requests name it by id); None when the id is unknown."""
     return topic_name_by_id(ctx.broker, topic.topic_id) if hasattr(topic, "topic_id") else str(topic.topic)
 
 
-def _partition_data(ctx: RequestContext, index: int, code: int, records: bytes = b"", *offsets: int) -> Any:
+def _partition_data(
+    ctx: RequestContext, index: int, code: int, records: bytes = b"", *offsets: int, aborted: list[Any] | None = None
+) -> Any:
     high_watermark, last_stable_offset, log_start_offset = offsets or (-1, -1, -1)
     return ctx.build(
         "PartitionData",
@@ -41,7 +47,7 @@ def _partition_data(ctx: RequestContext, index: int, code: int, records: bytes =
         high_watermark=high_watermark,
         last_stable_offset=last_stable_offset,
         log_start_offset=log_start_offset,
-        aborted_transactions=None,
+        aborted_transactions=aborted,
         preferred_read_replica=-1,
         records=records,
     )
@@ -50,6 +56,7 @@ def _partition_data(ctx: RequestContext, index: int, code: int, records: bytes =
 def _read_all(ctx: RequestContext, req: Any) -> tuple[list[Any], int, bool]:
     """One pass over every requested partition: (topic responses, record bytes read, whether any partition failed)."""
     budget = req.max_bytes
+    read_committed = req.isolation_level == READ_COMMITTED
     total = 0
     failed = False
     responses = []
@@ -63,7 +70,7 @@ def _read_all(ctx: RequestContext, req: Any) -> tuple[list[Any], int, bool]:
                 continue
             limit = min(p.partition_max_bytes, budget)  # a read returns its first batch whole, even past limit
             try:
-                data = ctx.broker.fetch(name, p.partition, p.fetch_offset, max(limit, 0))
+                data = ctx.broker.fetch(name, p.partition, p.fetch_offset, max(limit, 0), read_committed=read_committed)
             except KafkaLiteError as e:
                 partitions.append(_partition_data(ctx, p.partition, error_code(e)))
                 failed = True
@@ -72,7 +79,13 @@ def _read_all(ctx: RequestContext, req: Any) -> tuple[list[Any], int, bool]:
             budget -= len(records)
             total += len(records)
             offsets = (data.high_watermark, data.last_stable_offset, data.log_start_offset)
-            partitions.append(_partition_data(ctx, p.partition, 0, records, *offsets))
+            aborted = None
+            if data.aborted_transactions is not None:
+                aborted = [
+                    ctx.build("AbortedTransaction", producer_id=entry.producer_id, first_offset=entry.first_offset)
+                    for entry in data.aborted_transactions
+                ]
+            partitions.append(_partition_data(ctx, p.partition, 0, records, *offsets, aborted=aborted))
         responses.append(
             ctx.build(
                 "FetchableTopicResponse",

@@ -3,8 +3,8 @@
 v1 adds key_type (0 group, 1 transaction), throttle_time_ms and error_message · v2 is v1 again · v3 is the first
 flexible version · v4 looks up many keys at once (coordinator_keys → coordinators) · v5 and v6 are v4 again.
 
-This broker coordinates every group. Transaction coordinators (key_type 1) do not exist here: they get
-COORDINATOR_NOT_AVAILABLE, which a transactional producer treats as "no transactions on this cluster".
+This broker coordinates every group and every transactional id: both key types answer with this broker. Other key
+types (2, share groups) get INVALID_REQUEST.
 """
 
 from __future__ import annotations
@@ -13,21 +13,16 @@ from typing import Any
 
 from kafkalite.protocol.wire import ApiKey
 from kafkalite.server.dispatch import RequestContext, handles
+from kafkalite.server.handlers._common import INVALID_REQUEST
 
 GROUP = 0
-COORDINATOR_NOT_AVAILABLE = 15
+TRANSACTION = 1
 
 
 def _answer(ctx: RequestContext, key_type: int) -> dict[str, Any]:
-    if key_type != GROUP:
-        message = "KafkaLite has no transaction coordinator"
-        return {
-            "error_code": COORDINATOR_NOT_AVAILABLE,
-            "error_message": message,
-            "node_id": -1,
-            "host": "",
-            "port": -1,
-        }
+    if key_type not in (GROUP, TRANSACTION):
+        message = f"coordinator key type {key_type} is not served (0 group, 1 transaction)"
+        return {"error_code": INVALID_REQUEST, "error_message": message, "node_id": -1, "host": "", "port": -1}
     server = ctx.server
     return {"error_code": 0, "error_message": None, "node_id": server.node_id, "host": server.host, "port": server.port}
 

@@ -8,7 +8,7 @@ v10 adds timeout_ms · v11 allows -6 (earliest pending upload).
 Timestamps: -1 latest (the log end offset, the next offset to be written), -2 earliest (the log start offset), -3
 the record with the largest timestamp, >= 0 the first offset whose timestamp is >= the target, or offset -1 when
 there is none. Without tiered storage every record is local: -4 and -6 are the earliest, -5 the latest.
-isolation_level is ignored (no transactions: the last stable offset is the high watermark).
+With isolation_level 1 (READ_COMMITTED, v2+) "latest" is the last stable offset instead of the log end.
 """
 
 from __future__ import annotations
@@ -23,10 +23,12 @@ from kafkalite.server.handlers._common import error_code
 _TIERED_ALIASES = {-4: EARLIEST, -5: LATEST, -6: EARLIEST}
 
 
-def _partition(ctx: RequestContext, topic: str, p: Any) -> Any:
+def _partition(ctx: RequestContext, topic: str, p: Any, read_committed: bool) -> Any:
     timestamp = _TIERED_ALIASES.get(p.timestamp, p.timestamp)
     try:
-        offset, found_timestamp = ctx.broker.list_offset(topic, p.partition_index, timestamp)
+        offset, found_timestamp = ctx.broker.list_offset(
+            topic, p.partition_index, timestamp, read_committed=read_committed
+        )
     except Exception as e:
         offset, found_timestamp, code = -1, -1, error_code(e)
     else:
@@ -43,9 +45,12 @@ def _partition(ctx: RequestContext, topic: str, p: Any) -> Any:
 
 @handles(ApiKey.LIST_OFFSETS, versions=range(1, 12))
 async def list_offsets(ctx: RequestContext, req: Any) -> Any:
+    read_committed = getattr(req, "isolation_level", 0) == 1
     topics = [
         ctx.build(
-            "ListOffsetsTopicResponse", name=t.name, partitions=[_partition(ctx, t.name, p) for p in t.partitions]
+            "ListOffsetsTopicResponse",
+            name=t.name,
+            partitions=[_partition(ctx, t.name, p, read_committed) for p in t.partitions],
         )
         for t in req.topics
     ]

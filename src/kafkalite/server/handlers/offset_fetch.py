@@ -2,9 +2,10 @@
 
 v0 is not served (it read offsets from ZooKeeper; kio has no v0 and no client we target sends it) · v2 adds a
 top-level error_code, and a null topic list means "every partition the group committed" · v3 adds throttle_time_ms ·
-v4 is v3 again · v5 adds committed_leader_epoch · v6 is the first flexible version · v7 adds require_stable (no
-transactions here, so every offset is stable) · v8 batches groups · v9 adds member_id and member_epoch (for the new
-consumer protocol; classic groups ignore them) · v10 names topics by id.
+v4 is v3 again · v5 adds committed_leader_epoch · v6 is the first flexible version · v7 adds require_stable: a
+partition whose offset an open transaction is about to change (TxnOffsetCommit not yet committed or aborted)
+answers UNSTABLE_OFFSET_COMMIT (88), and the client retries (KIP-447) · v8 batches groups · v9 adds member_id and
+member_epoch (for the new consumer protocol; classic groups ignore them) · v10 names topics by id.
 
 A partition without a committed offset answers offset -1, leader epoch -1, metadata "" and no error, as Kafka does.
 """
@@ -19,6 +20,8 @@ from kafkalite.errors import UnknownTopicError
 from kafkalite.protocol.wire import ApiKey
 from kafkalite.server.dispatch import RequestContext, handles
 from kafkalite.server.handlers._common import UNKNOWN_TOPIC_ID, ZERO_UUID
+
+UNSTABLE_OFFSET_COMMIT = 88
 
 # (topic name or None when unknown, topic id, [(partition, committed or None)])
 _TopicOffsets = tuple[str | None, Any, list[tuple[int, CommittedOffset | None]]]
@@ -50,33 +53,40 @@ def _requested(ctx: RequestContext, group_id: str, topics: Iterable[Any] | None)
     return result
 
 
-def _topic(ctx: RequestContext, suffix: str, entry: _TopicOffsets) -> Any:
+def _topic(ctx: RequestContext, suffix: str, group_id: str, entry: _TopicOffsets, require_stable: bool) -> Any:
     name, topic_id, parts = entry
-    code = UNKNOWN_TOPIC_ID if name is None else 0
-    partitions = [
-        ctx.build(
-            f"OffsetFetchResponsePartition{suffix}",
-            partition_index=partition,
-            committed_offset=-1 if committed is None else committed.offset,
-            committed_leader_epoch=-1 if committed is None else committed.leader_epoch,
-            metadata="" if committed is None else committed.metadata,
-            error_code=code,
+    partitions = []
+    for partition, committed in parts:
+        code = UNKNOWN_TOPIC_ID if name is None else 0
+        if not code and require_stable and ctx.broker.offsets.has_pending(group_id, str(name), partition):
+            code, committed = UNSTABLE_OFFSET_COMMIT, None
+        partitions.append(
+            ctx.build(
+                f"OffsetFetchResponsePartition{suffix}",
+                partition_index=partition,
+                committed_offset=-1 if committed is None else committed.offset,
+                committed_leader_epoch=-1 if committed is None else committed.leader_epoch,
+                metadata="" if committed is None else committed.metadata,
+                error_code=code,
+            )
         )
-        for partition, committed in parts
-    ]
     return ctx.build(f"OffsetFetchResponseTopic{suffix}", name=name or "", topic_id=topic_id, partitions=partitions)
 
 
 @handles(ApiKey.OFFSET_FETCH, versions=range(1, 11))
 async def offset_fetch(ctx: RequestContext, req: Any) -> Any:
+    stable = bool(getattr(req, "require_stable", False))
     if ctx.version < 8:
-        topics = [_topic(ctx, "", entry) for entry in _requested(ctx, req.group_id, req.topics)]
+        topics = [_topic(ctx, "", req.group_id, entry, stable) for entry in _requested(ctx, req.group_id, req.topics)]
         return ctx.build("OffsetFetchResponse", throttle_time=0, topics=topics, error_code=0)
     groups = [
         ctx.build(
             "OffsetFetchResponseGroup",
             group_id=group.group_id,
-            topics=[_topic(ctx, "s", entry) for entry in _requested(ctx, group.group_id, group.topics)],
+            topics=[
+                _topic(ctx, "s", group.group_id, entry, stable)
+                for entry in _requested(ctx, group.group_id, group.topics)
+            ],
             error_code=0,
         )
         for group in req.groups

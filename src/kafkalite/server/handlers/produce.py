@@ -8,8 +8,12 @@ Versions 0-2 (legacy message sets) are not served: librdkafka needs v3+ before i
 
 Records stay opaque bytes from the request to the partition's log. acks=0 gets no response; an acks=0 produce that
 fails closes the connection, Kafka's only way to tell such a producer. Unknown topics are auto-created when the
-broker allows it; a transactional_id is accepted and ignored (KafkaLite has no transactions). `timeout_ms` is
-ignored: with one replica nothing waits for followers.
+broker allows it. `timeout_ms` is ignored: with one replica nothing waits for followers.
+
+Transactional batches (KIP-98) need the request's transactional_id, a partition added to that id's ongoing
+transaction (else INVALID_TXN_STATE, 48: the KIP-890 part 1 check a partition leader makes), the current producer
+epoch (else INVALID_PRODUCER_EPOCH, 47, which the client reports as fenced) and the next sequence (else
+OUT_OF_ORDER_SEQUENCE_NUMBER, 45). Each such refusal is logged with the client and the transactional id.
 
 Appending and answering are two steps. The handler appends every partition, in request order, before it returns
 (an append never waits for the disk, so this is quick). acks=1 is answered from there. For acks=-1 (all) the handler
@@ -40,6 +44,7 @@ from kafkalite.server.handlers._common import (
     error_message,
     topic_name_by_id,
 )
+from kafkalite.server.handlers._transactions import refused
 
 INVALID_REQUIRED_ACKS = 21
 CORRUPT_MESSAGE = 2
@@ -54,19 +59,26 @@ def _failed(index: int, code: int, message: str | None, record_errors: _RecordEr
     return index, code, message, -1, -1, -1, record_errors
 
 
-async def _append_partition(ctx: RequestContext, topic: str, index: int, records: bytes | None, acks: int) -> _Outcome:
+async def _append_partition(
+    ctx: RequestContext, topic: str, index: int, records: bytes | None, acks: int, transactional_id: str | None
+) -> _Outcome:
     if acks not in (0, 1, -1):
         return _failed(index, INVALID_REQUIRED_ACKS, f"acks={acks} is not 0, 1 or -1")
     if records is None:
         return _failed(index, CORRUPT_MESSAGE, "null records")
     try:
-        result = await ctx.broker.append(topic, index, records)
+        result = await ctx.broker.append(topic, index, records, transactional_id=transactional_id)
     except Exception as e:
-        return _failed(index, error_code(e), error_message(e), getattr(e, "record_errors", ()))
+        code = error_code(e)
+        if transactional_id is not None:
+            refused(ctx, transactional_id, code, f"{topic}-{index}: {error_message(e)}")
+        return _failed(index, code, error_message(e), getattr(e, "record_errors", ()))
     return index, 0, None, result.base_offset, result.log_append_time_ms, result.log_start_offset, ()
 
 
-async def _append_topic(ctx: RequestContext, topic_data: Any, acks: int) -> tuple[Any, str | None, list[_Outcome]]:
+async def _append_topic(
+    ctx: RequestContext, topic_data: Any, acks: int, transactional_id: str | None
+) -> tuple[Any, str | None, list[_Outcome]]:
     """(the topic as requested, its name when known, one outcome per partition)."""
     if hasattr(topic_data, "topic_id"):  # v13+ names the topic by id only; an unknown id is never auto-created
         name = topic_name_by_id(ctx.broker, topic_data.topic_id)
@@ -82,7 +94,10 @@ async def _append_topic(ctx: RequestContext, topic_data: Any, acks: int) -> tupl
     return (
         topic_data,
         name,
-        [await _append_partition(ctx, name, p.index, p.records, acks) for p in topic_data.partition_data],
+        [
+            await _append_partition(ctx, name, p.index, p.records, acks, transactional_id)
+            for p in topic_data.partition_data
+        ],
     )
 
 
@@ -181,7 +196,7 @@ def _sync_failed(
 @handles(ApiKey.PRODUCE, versions=range(3, 14))
 async def produce(ctx: RequestContext, req: Any) -> Any:
     acks = req.acks
-    appended = [await _append_topic(ctx, topic_data, acks) for topic_data in req.topic_data]
+    appended = [await _append_topic(ctx, topic_data, acks, req.transactional_id) for topic_data in req.topic_data]
     if acks == 0:
         failed = [o for _, _, outcomes in appended for o in outcomes if o[1]]
         if failed:  # as Kafka does: closing the connection is the only way to tell an acks=0 producer

@@ -1,0 +1,58 @@
+"""DescribeTransactions (API key 65), version 0 (KIP-664; the first and only version, flexible).
+
+Each requested transactional id answers its state (Kafka's state names), timeout, start time (-1 when no
+transaction is ongoing), producer id and epoch, and the partitions of the ongoing transaction; an id the coordinator
+does not know answers TRANSACTIONAL_ID_NOT_FOUND (105).
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from kafkalite.protocol.wire import ApiKey
+from kafkalite.server.dispatch import RequestContext, handles
+from kafkalite.transactions.errors import TRANSACTIONAL_ID_NOT_FOUND
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+
+
+def _start_time(ms: int) -> datetime.datetime:
+    """kio writes this field from a datetime; -1 ("no transaction") is the instant 1 ms before the epoch."""
+    return _EPOCH + datetime.timedelta(milliseconds=ms)
+
+
+def _state(ctx: RequestContext, transactional_id: str) -> Any:
+    txn = ctx.broker.transactions.describe(transactional_id)
+    if txn is None:
+        return ctx.build(
+            "TransactionState",
+            error_code=TRANSACTIONAL_ID_NOT_FOUND,
+            transactional_id=transactional_id,
+            transaction_state="",
+            transaction_timeout=0,
+            transaction_start_time=_start_time(-1),
+            producer_id=-1,
+            producer_epoch=-1,
+            topics=[],
+        )
+    by_topic: dict[str, list[int]] = {}
+    for topic, index in sorted(txn.partitions):
+        by_topic.setdefault(topic, []).append(index)
+    return ctx.build(
+        "TransactionState",
+        error_code=0,
+        transactional_id=transactional_id,
+        transaction_state=txn.state.label,
+        transaction_timeout=txn.timeout_ms,
+        transaction_start_time=_start_time(txn.start_ms),
+        producer_id=txn.producer_id,
+        producer_epoch=txn.producer_epoch,
+        topics=[ctx.build("TopicData", topic=topic, partitions=indexes) for topic, indexes in by_topic.items()],
+    )
+
+
+@handles(ApiKey.DESCRIBE_TRANSACTIONS, versions=range(0, 1))
+async def describe_transactions(ctx: RequestContext, req: Any) -> Any:
+    states = [_state(ctx, tid) for tid in req.transactional_ids]
+    return ctx.build("DescribeTransactionsResponse", throttle_time=0, transaction_states=states)
