@@ -45,6 +45,20 @@ if TYPE_CHECKING:
     default=None,
     help="Cap on the log cleaner's read plus write rate (default: no cap).",
 )
+@click.option(
+    "--transaction-max-timeout-ms",
+    default=900_000,
+    show_default=True,
+    type=click.IntRange(1),
+    help="transaction.max.timeout.ms: the longest transaction.timeout.ms a producer may ask for.",
+)
+@click.option(
+    "--transaction-abort-interval-ms",
+    default=10_000,
+    show_default=True,
+    type=click.IntRange(1),
+    help="How often transactions past their timeout are looked for and aborted.",
+)
 @click.option("--log-level", type=LOG_LEVELS, default="INFO", show_default=True)
 @click.option("--log-file", default=None, type=click.Path(dir_okay=False), help="Also write log lines here.")
 @click.option(
@@ -67,6 +81,8 @@ def serve(
     auto_create_topics: bool,
     num_partitions: int,
     log_cleaner_io_max_bytes_per_second: float | None,
+    transaction_max_timeout_ms: int,
+    transaction_abort_interval_ms: int,
     log_level: str,
     log_file: str | None,
     http_port: int,
@@ -87,6 +103,8 @@ def serve(
         auto_create_topics=auto_create_topics,
         default_partitions=num_partitions,
         log_cleaner_io_max_bytes_per_second=log_cleaner_io_max_bytes_per_second,
+        transaction_max_timeout_ms=transaction_max_timeout_ms,
+        transaction_abort_interval_ms=transaction_abort_interval_ms,
     )
     http = None if no_http else (http_host, http_port)
     try:
