@@ -8,6 +8,9 @@ Embedded::
             meta = await producer.send("orders", b"payload", key=b"user-1")
         async with broker.consumer("orders", group_id="billing") as consumer:
             async for message in consumer: ...
+        async with broker.producer(transactional_id="app") as producer:   # exactly once
+            async with producer.transaction():                         # commit, or abort on an exception
+                await producer.send("orders", b"payload")
 
 Any Kafka cluster (KafkaLite served, Apache Kafka, ...), same code::
 
@@ -22,7 +25,7 @@ import typing as _typing
 if _typing.TYPE_CHECKING:
     from kafkalite import errors
     from kafkalite.broker import BrokerConfig, DeadLetter
-    from kafkalite.client import Broker, Consumer, Message, Producer, RecordMetadata
+    from kafkalite.client import Broker, Consumer, Message, Producer, RecordMetadata, TransactionalProducer
     from kafkalite.client.network import Cluster, connect
     from kafkalite.errors import KafkaLiteError
     from kafkalite.logs import configure_logging
@@ -39,6 +42,7 @@ _HOME = {
     "Message": "kafkalite.client",
     "Producer": "kafkalite.client",
     "RecordMetadata": "kafkalite.client",
+    "TransactionalProducer": "kafkalite.client",
     "configure_logging": "kafkalite.logs",
     "connect": "kafkalite.client.network",
 }
@@ -53,6 +57,7 @@ __all__ = [
     "Message",
     "Producer",
     "RecordMetadata",
+    "TransactionalProducer",
     "configure_logging",
     "connect",
     "errors",

@@ -164,7 +164,7 @@ async def test_expired_transaction_is_aborted_and_its_producer_fenced(broker: ka
 
 async def test_restart_completes_a_prepared_commit_and_aborts_an_open_transaction(tmp_path: Path) -> None:
     factory = BrokerFactory("file", tmp_path)
-    async with factory(transaction_abort_interval_ms=50) as broker:
+    async with factory(transaction_abort_interval_ms=60_000) as broker:  # no sweep: it would finish the "crash"
         await broker.create_topic(TOPIC, partitions=2)
         pid, epoch = await begin(broker, "prepared", (TOPIC, 0))
         await broker.append(TOPIC, 0, txn_batch(pid, epoch, 0, b"keep"), transactional_id="prepared")

@@ -36,7 +36,6 @@ from kafkalite.transactions import (
     TransactionCoordinator,
     TxnMetadata,
     TxnResult,
-    TxnState,
 )
 from kafkalite.transactions.errors import CONCURRENT_TRANSACTIONS, NAMES, NONE
 
@@ -113,11 +112,11 @@ class TransactionService:
                 expected_producer_id=producer_id,
                 expected_epoch=producer_epoch,
             )
-            await self._persist(result)
+            if result.completion is not None:
+                logger.info("Fencing transactional_id=%s: aborting its ongoing transaction", transactional_id)
+            await self._persist_and_complete(result)
             if result.completion is None:
                 break
-            logger.info("Fencing transactional_id=%s: aborting its ongoing transaction", transactional_id)
-            await self._complete(result.completion)
         return result
 
     async def add_partitions(
@@ -161,9 +160,7 @@ class TransactionService:
         result = self.coordinator.end_transaction(
             transactional_id, producer_id, epoch, commit, _now_ms(), bump_epoch=bump_epoch
         )
-        await self._persist(result)
-        if result.completion is not None:
-            await self._complete(result.completion)
+        await self._persist_and_complete(result)
         return result
 
     def describe(self, transactional_id: str) -> TxnMetadata | None:
@@ -180,9 +177,24 @@ class TransactionService:
         if result.changed is not None:
             await self._log.write(result.changed)
 
+    async def _persist_and_complete(self, result: TxnResult) -> None:
+        """Step 1, then (for a prepared transaction) steps 2 and 3. The id is marked as completing before the first
+        await, so the sweep's retry of interrupted completions never runs one a second time concurrently."""
+        completion = result.completion
+        if completion is None:
+            await self._persist(result)
+            return
+        self._completing.add(completion.transactional_id)
+        try:
+            await self._persist(result)
+            await self._complete(completion)
+        finally:
+            self._completing.discard(completion.transactional_id)
+
     async def _complete(self, completion: Completion) -> None:
         """Steps 2 and 3 of the module docstring."""
         tid = completion.transactional_id
+        nested = tid in self._completing
         self._completing.add(tid)
         try:
             touched = []
@@ -203,7 +215,8 @@ class TransactionService:
             await self._log.write(self.coordinator.complete(tid, _now_ms()))
             await self._log.compact_if_due([txn.snapshot() for txn in self.coordinator.all()])
         finally:
-            self._completing.discard(tid)
+            if not nested:
+                self._completing.discard(tid)
         logger.info(
             "Transaction %s of producer %d epoch %d %s on %d partitions",
             tid,
@@ -226,22 +239,12 @@ class TransactionService:
                 result.changed.timeout_ms,
                 result.changed.producer_epoch,
             )
-            await self._persist(result)
-            await self._complete(result.completion)
+            await self._persist_and_complete(result)
             count += 1
-        for txn in self.coordinator.all():
-            if txn.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT) and txn.transactional_id not in (
-                self._completing
-            ):
-                await self._complete(
-                    Completion(
-                        txn.transactional_id,
-                        txn.producer_id,
-                        txn.producer_epoch,
-                        txn.state is TxnState.PREPARE_COMMIT,
-                        frozenset(txn.partitions),
-                    )
-                )
+        for completion in self.coordinator.prepared_completions():
+            if completion.transactional_id not in self._completing:
+                logger.warning("Retrying the completion of transaction %s", completion.transactional_id)
+                await self._complete(completion)
         return count
 
     async def _sweep_loop(self) -> None:

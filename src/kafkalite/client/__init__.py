@@ -5,6 +5,7 @@ from kafkalite.client.embedded import Broker
 from kafkalite.client.partitioners import Partitioner, md5_hash, murmur2
 from kafkalite.client.producer import Producer
 from kafkalite.client.records import Message, RecordMetadata
+from kafkalite.client.transactional import TransactionalProducer
 from kafkalite.client.transport import EmbeddedTransport, Transport
 
 __all__ = [
@@ -15,6 +16,7 @@ __all__ = [
     "Partitioner",
     "Producer",
     "RecordMetadata",
+    "TransactionalProducer",
     "Transport",
     "md5_hash",
     "murmur2",

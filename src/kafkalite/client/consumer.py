@@ -19,6 +19,11 @@ Replays: a consumer of group `G` also subscribes to `G`'s retry topic of each of
 see `kafkalite.broker.dead_letter_format`) once that topic exists, reading it from its earliest offset; a new one is
 noticed at the next poll and joined with a rebalance. Letters that fail again there go to the original topic's DLQ.
 
+Isolation: with `isolation_level="read_committed"` a fetch stops at the partition's last stable offset (nothing of a
+transaction still open is read) and records of aborted transactions are dropped (`_AbortedRanges`). Either way the
+transaction markers (control batches) are never handed out; a fetch that held only markers or aborted records moves
+the position past them, so positions, commits and lag count them as Kafka's consumers do.
+
 Heartbeats run in a background task every `heartbeat_interval`, and before every fetch, so a long handler does not
 cost the membership and a rebalance is noticed within one poll.
 """
@@ -54,17 +59,39 @@ from kafkalite.groups import (
     encode_assignment,
     encode_subscription,
 )
-from kafkalite.protocol.records import decode_columns, read_header
+from kafkalite.protocol.records import BatchHeader, decode_columns, read_header
+from kafkalite.storage import AbortedTxn
 
 logger = logging.getLogger("kafkalite.consumer")
 
 OffsetReset = Literal["earliest", "latest", "none"]
 AssignorName = Literal["range", "roundrobin", "sticky"]
+IsolationLevel = Literal["read_committed", "read_uncommitted"]
 TopicPartition = tuple[str, int]
 
 _REJOIN_ERRORS = {22, 25, 27}  # ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS
 _EARLIEST = -2
 _LATEST = -1
+
+
+class _AbortedRanges:
+    """Which batches a read_committed consumer drops (Kafka's consumer rule): a transactional batch of a producer
+    whose aborted transaction has begun at or before it and whose abort marker has not been met yet. Control
+    batches (markers) are always dropped; a marker ends its producer's aborted range."""
+
+    __slots__ = ("_active", "_pending")
+
+    def __init__(self, aborted: Sequence[AbortedTxn] | None) -> None:
+        self._pending = sorted(aborted or (), key=lambda entry: entry.first_offset, reverse=True)
+        self._active: set[int] = set()
+
+    def skips(self, header: BatchHeader) -> bool:
+        while self._pending and self._pending[-1].first_offset <= header.last_offset:
+            self._active.add(self._pending.pop().producer_id)
+        if header.is_control:
+            self._active.discard(header.producer_id)
+            return True
+        return header.is_transactional and header.producer_id in self._active
 
 
 class Consumer:
@@ -88,6 +115,7 @@ class Consumer:
         max_poll_records: int = 500,
         fetch_max_bytes: int = 1 << 20,
         assignor: AssignorName = "range",
+        isolation_level: IsolationLevel = "read_uncommitted",
         name: str | None = None,
     ) -> None:
         if auto_offset_reset not in ("earliest", "latest", "none"):
@@ -111,6 +139,9 @@ class Consumer:
         self._heartbeat_interval = heartbeat_interval
         self._max_poll_records = max_poll_records
         self._fetch_max_bytes = fetch_max_bytes
+        if isolation_level not in ("read_committed", "read_uncommitted"):
+            raise ValueError(f"isolation_level must be read_committed or read_uncommitted, not {isolation_level!r}")
+        self._read_committed = isolation_level == "read_committed"
         if assignor not in ASSIGNORS:
             raise ValueError(f"unknown assignor {assignor!r}: choose one of {', '.join(ASSIGNORS)}")
         self._assignor_name = assignor
@@ -245,16 +276,22 @@ class Consumer:
     def _fetch_partition(self, topic: str, partition: int) -> bool:
         position = self._positions[(topic, partition)]
         try:
-            data = self._transport.fetch(topic, partition, position, self._fetch_max_bytes)
+            data = self._transport.fetch(
+                topic, partition, position, self._fetch_max_bytes, read_committed=self._read_committed
+            )
         except OffsetOutOfRangeError as exc:
             self._positions[(topic, partition)] = self._reset_position(topic, partition, exc)
             return False
         records = data.records
         pos = 0
         chunk: list[Message] = []
+        skipped_to = position
+        aborted = _AbortedRanges(data.aborted_transactions)
         while pos < len(records) and len(chunk) < self._max_poll_records:
             header = read_header(records, pos)
-            if header.last_offset >= position and not header.is_control:
+            skip = aborted.skips(header)
+            skipped_to = header.last_offset + 1
+            if header.last_offset >= position and not skip:
                 columns = decode_columns(records, pos)
                 fields = zip(
                     repeat(topic),
@@ -276,10 +313,10 @@ class Consumer:
         if chunk:
             self._buffer.append(chunk)
             logger.debug("%s read %d messages from %s-%d offset=%d", self.name, len(chunk), topic, partition, position)
-        elif records and pos == len(records):
-            # Only batches without a message for us (a compacted topic's header-only batch, control batches): step
-            # past them, or the next fetch would return them again.
-            self._positions[(topic, partition)] = max(position, header.last_offset + 1)
+        elif skipped_to > position:
+            # Only batches without a message for us (markers, aborted records, a compacted topic's header-only batch):
+            # step past them, or the next fetch would return them again.
+            self._positions[(topic, partition)] = skipped_to
         return bool(chunk)
 
     async def run(self, handler: Handler, *, max_retries: int = 3, backoff: float = 0.1) -> None:

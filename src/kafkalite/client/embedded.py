@@ -9,6 +9,9 @@ here, one layer up, and adds the two factories the embedded API promises::
             await producer.send("orders", b"payload", key=b"user-1")
         async with broker.consumer("orders", group_id="billing") as consumer:
             async for message in consumer: ...
+
+Exactly once: `broker.producer(transactional_id=...)` with `async with producer.transaction():` and
+`broker.consumer(..., isolation_level="read_committed")` (see `client.transactional`).
 """
 
 from __future__ import annotations
@@ -19,14 +22,18 @@ from typing import Any
 from kafkalite.broker import Broker as CoreBroker
 from kafkalite.client.consumer import Consumer
 from kafkalite.client.producer import Producer
+from kafkalite.client.transactional import TransactionalProducer
 from kafkalite.client.transport import EmbeddedTransport
 
 
 class Broker(CoreBroker):
     """An embedded KafkaLite broker (`data_dir=None` keeps everything in memory)."""
 
-    def producer(self, **options: Any) -> Producer:
-        """A producer writing into this broker; options as `kafkalite.Producer` takes them."""
+    def producer(self, *, transactional_id: str | None = None, **options: Any) -> Producer:
+        """A producer writing into this broker; options as `kafkalite.Producer` takes them. With a
+        `transactional_id`, a `TransactionalProducer` (`transaction()`, `send_offsets_to_transaction`)."""
+        if transactional_id is not None:
+            return TransactionalProducer(EmbeddedTransport(self), transactional_id, **options)
         return Producer(EmbeddedTransport(self), **options)
 
     def consumer(self, topics: str | Sequence[str], group_id: str | None = None, **options: Any) -> Consumer:

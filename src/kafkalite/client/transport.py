@@ -12,7 +12,9 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from kafkalite.broker import Broker, FetchData
+from kafkalite.errors import GroupError, InvalidProducerEpochError, ProducerFencedError, TransactionError
 from kafkalite.groups import JoinResult, LeavingMember, SyncResult
+from kafkalite.transactions.errors import INVALID_PRODUCER_EPOCH, NAMES, PRODUCER_FENCED
 
 
 class Transport(Protocol):
@@ -44,7 +46,39 @@ class Transport(Protocol):
         """Write to `<topic>.DLQ`; return (dead-letter topic, partition, offset)."""
         ...
 
-    def fetch(self, topic: str, partition: int, offset: int, max_bytes: int) -> FetchData: ...
+    def fetch(
+        self, topic: str, partition: int, offset: int, max_bytes: int, *, read_committed: bool = False
+    ) -> FetchData: ...
+
+    async def produce_transactional(self, topic: str, partition: int, batch: bytes, transactional_id: str) -> int:
+        """Append a transactional RecordBatch (acks=all); return its base offset."""
+        ...
+
+    async def init_transactional_producer(self, transactional_id: str, timeout_ms: int) -> tuple[int, int]:
+        """(producer id, epoch) for a transactional id: fences every older instance of it."""
+        ...
+
+    async def add_partitions_to_txn(
+        self, transactional_id: str, producer_id: int, epoch: int, partitions: Sequence[tuple[str, int]]
+    ) -> None: ...
+
+    async def add_offsets_to_txn(self, transactional_id: str, producer_id: int, epoch: int, group_id: str) -> None: ...
+
+    async def txn_offset_commit(
+        self,
+        transactional_id: str,
+        group_id: str,
+        producer_id: int,
+        epoch: int,
+        offsets: Sequence[tuple[str, int, int]],
+        *,
+        member_id: str = "",
+        generation_id: int = -1,
+    ) -> None: ...
+
+    async def end_txn(self, transactional_id: str, producer_id: int, epoch: int, commit: bool) -> tuple[int, int]:
+        """Commit or abort; return the (producer id, epoch) for the next transaction (bumped, KIP-890 part 2)."""
+        ...
 
     async def wait_for_data(self, partitions: Sequence[tuple[str, int]], timeout_s: float) -> None: ...
 
@@ -114,8 +148,57 @@ class EmbeddedTransport:
         )
         return topic + ".DLQ", partition, result.base_offset
 
-    def fetch(self, topic: str, partition: int, offset: int, max_bytes: int) -> FetchData:
-        return self.broker.fetch(topic, partition, offset, max_bytes)
+    def fetch(
+        self, topic: str, partition: int, offset: int, max_bytes: int, *, read_committed: bool = False
+    ) -> FetchData:
+        return self.broker.fetch(topic, partition, offset, max_bytes, read_committed=read_committed)
+
+    async def produce_transactional(self, topic: str, partition: int, batch: bytes, transactional_id: str) -> int:
+        broker = self.broker
+        result = await broker.append(topic, partition, batch, transactional_id=transactional_id)
+        await broker.make_durable(topic, partition)
+        return result.base_offset
+
+    async def init_transactional_producer(self, transactional_id: str, timeout_ms: int) -> tuple[int, int]:
+        result = await self.broker.transactions.init_producer_id(transactional_id, timeout_ms)
+        _raise_for(result.error, f"InitProducerId of {transactional_id!r}")
+        return result.producer_id, result.producer_epoch
+
+    async def add_partitions_to_txn(
+        self, transactional_id: str, producer_id: int, epoch: int, partitions: Sequence[tuple[str, int]]
+    ) -> None:
+        result = await self.broker.transactions.add_partitions(transactional_id, producer_id, epoch, partitions)
+        _raise_for(result.error, f"AddPartitionsToTxn of {transactional_id!r} {list(partitions)}")
+
+    async def add_offsets_to_txn(self, transactional_id: str, producer_id: int, epoch: int, group_id: str) -> None:
+        result = await self.broker.transactions.add_offsets(transactional_id, producer_id, epoch, group_id)
+        _raise_for(result.error, f"AddOffsetsToTxn of {transactional_id!r} for group {group_id!r}")
+
+    async def txn_offset_commit(
+        self,
+        transactional_id: str,
+        group_id: str,
+        producer_id: int,
+        epoch: int,
+        offsets: Sequence[tuple[str, int, int]],
+        *,
+        member_id: str = "",
+        generation_id: int = -1,
+    ) -> None:
+        if member_id:
+            error = self.broker.groups.validate_offset_commit(group_id, member_id, generation_id)
+            if error:
+                raise GroupError(f"TxnOffsetCommit for group {group_id!r} refused by the group (error {error})", error)
+        entries = [(topic, partition, offset, "", -1) for topic, partition, offset in offsets]
+        error = await self.broker.transactions.commit_offsets(transactional_id, group_id, producer_id, epoch, entries)
+        _raise_for(error, f"TxnOffsetCommit of {transactional_id!r} for group {group_id!r}")
+
+    async def end_txn(self, transactional_id: str, producer_id: int, epoch: int, commit: bool) -> tuple[int, int]:
+        result = await self.broker.transactions.end_transaction(
+            transactional_id, producer_id, epoch, commit, bump_epoch=True
+        )
+        _raise_for(result.error, f"EndTxn ({'commit' if commit else 'abort'}) of {transactional_id!r}")
+        return result.producer_id, result.producer_epoch
 
     async def wait_for_data(self, partitions: Sequence[tuple[str, int]], timeout_s: float) -> None:
         await self.broker.wait_for_appends([self.broker.partition(t, p) for t, p in partitions], timeout_s)
@@ -164,3 +247,15 @@ class EmbeddedTransport:
 
     def leave_group(self, group_id: str, member_id: str) -> None:
         self.broker.groups.leave(group_id, [LeavingMember(member_id)])
+
+
+def _raise_for(code: int, what: str) -> None:
+    """Kafka's answer as the exception the Python API promises: fenced producers, else `TransactionError`."""
+    if not code:
+        return
+    message = f"{what}: {NAMES.get(code, f'error {code}')}"
+    if code == PRODUCER_FENCED:
+        raise ProducerFencedError(message)
+    if code == INVALID_PRODUCER_EPOCH:
+        raise InvalidProducerEpochError(message)
+    raise TransactionError(message, code)

@@ -103,13 +103,15 @@ class TransactionCoordinator:
 
     def pending_completions(self) -> list[Completion]:
         """After a replay: transactions to finish (Prepare* are completed; PrepareEpochFence is aborted)."""
-        completions = []
         for txn in self._txns.values():
             if txn.state is TxnState.PREPARE_EPOCH_FENCE:
                 txn.state = transition(txn.state, TxnEvent.ABORT_FENCED)
-            if txn.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
-                completions.append(_completion(txn))
-        return completions
+        return self.prepared_completions()
+
+    def prepared_completions(self) -> list[Completion]:
+        """The markers every PrepareCommit/PrepareAbort transaction still waits for."""
+        prepared = (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT)
+        return [_completion(txn) for txn in self._txns.values() if txn.state in prepared]
 
     # --- InitProducerId --------------------------------------------------------------------------------------
 
