@@ -29,6 +29,17 @@ async def read_all(broker: kafkalite.Broker, topic: str, isolation_level: str) -
         return [value for _, _, value in sorted(got)]
 
 
+async def failing_transaction(producer: kafkalite.Producer, *values: bytes, offsets: int | None = None) -> None:
+    """A transaction whose body sends `values` (and commits offsets), then raises: the context manager aborts it."""
+    assert isinstance(producer, TransactionalProducer)
+    async with producer.transaction():
+        for value in values:
+            await producer.send("t", value)
+        if offsets is not None:
+            await producer.send_offsets_to_transaction({("in", 0): offsets}, "g")
+        raise RuntimeError("boom")
+
+
 async def test_commit_visible_to_read_committed_only_after_commit(broker: kafkalite.Broker) -> None:
     await broker.create_topic("t", partitions=2)
     async with broker.producer(transactional_id="app") as producer:
@@ -48,10 +59,7 @@ async def test_abort_on_exception_is_never_seen_by_read_committed(broker: kafkal
         async with producer.transaction():
             await producer.send("t", b"kept")
         with pytest.raises(RuntimeError, match="boom"):
-            async with producer.transaction():
-                await producer.send("t", b"dropped-1")
-                await producer.send("t", b"dropped-2")
-                raise RuntimeError("boom")
+            await failing_transaction(producer, b"dropped-1", b"dropped-2")
         async with producer.transaction():
             await producer.send("t", b"after")
     assert await read_all(broker, "t", "read_committed") == [b"kept", b"after"]
@@ -65,14 +73,11 @@ async def test_consumer_position_moves_past_markers(broker: kafkalite.Broker) ->
         async with producer.transaction():
             await producer.send("t", b"x")
         with pytest.raises(RuntimeError):
-            async with producer.transaction():
-                await producer.send("t", b"y")
-                raise RuntimeError
+            await failing_transaction(producer, b"y")
     end = broker.partition("t", 0).high_watermark
     assert end == 4  # x, commit marker, y, abort marker
     async with consumer(broker, "t", "g", isolation_level="read_committed") as reader:
         assert [m.value for m in await reader.getmany(timeout=1)] == [b"x"]
-        await wait_for(lambda: reader.getmany is not None)
         await reader.getmany(timeout=0.1)
         await reader.getmany(timeout=0.1)
         assert reader.position("t", 0) == end
@@ -110,9 +115,10 @@ async def test_timed_out_transaction_is_aborted_and_the_producer_learns_it(make_
             await producer.commit_transaction()
         await producer.close()
         assert await read_all(broker, "t", "read_committed") == []
-        async with broker.producer(transactional_id="slow") as again:  # the id itself is usable again
-            async with again.transaction():
-                await again.send("t", b"fine")
+        again = broker.producer(transactional_id="slow")  # the id itself is usable again
+        assert isinstance(again, TransactionalProducer)
+        async with again, again.transaction():
+            await again.send("t", b"fine")
         assert await read_all(broker, "t", "read_committed") == [b"fine"]
 
 
@@ -127,9 +133,7 @@ async def test_offsets_commit_with_the_transaction_and_vanish_with_an_abort(brok
         assert committed is not None
         assert committed.offset == 5
         with pytest.raises(RuntimeError):
-            async with producer.transaction():
-                await producer.send_offsets_to_transaction({("in", 0): 9}, "g")
-                raise RuntimeError
+            await failing_transaction(producer, offsets=9)
     committed = broker.offsets.fetch("g", "in", 0)
     assert committed is not None
     assert committed.offset == 5
