@@ -132,13 +132,13 @@ class TransactionLog:
             logger.info("Loaded %d transactional ids from %s", len(latest), TRANSACTION_STATE_TOPIC)
         return list(latest.values())
 
-    async def write(self, *states: TxnMetadata) -> None:
-        """Append the states as one batch; return once it is durable (when the broker fsyncs)."""
+    async def write(self, *states: TxnMetadata, sync: bool = True) -> None:
+        """Append the states as one batch; with `sync`, return once it is durable (when the broker fsyncs)."""
         records = [RecordToWrite(encode_value(txn), encode_key(txn.transactional_id)) for txn in states]
         await self._partition.append(build_batch(records, now_ms=int(time.time() * 1000)))
         self._live.update(txn.transactional_id for txn in states)
         self._records_in_log += len(records)
-        if self._fsync:
+        if self._fsync and sync:
             await self._partition.log.sync()
 
     async def compact_if_due(self, live: list[TxnMetadata]) -> None:

@@ -8,9 +8,12 @@ the sweep that aborts transactions past their timeout (every `transaction_abort_
 Order of a completion, so that a crash at any point recovers (rule 6 of `transactions/_state.py`):
   1. the Prepare* state is persisted (synced) before the client is answered or any marker is written;
   2. every marker is appended, then every touched partition synced;
-  3. only then the Complete* state is persisted.
-A crash before 3 leaves Prepare* in the log: the next start writes the markers again (a second marker for a
-transaction already closed in a partition changes nothing there) and completes. An Ongoing transaction found on
+  3. only then the Complete* state is appended, without waiting for its fsync (the next synced write of the log,
+     or closing it, makes it durable; it can only become durable after the markers, which already are).
+A crash before 3 is durable leaves Prepare* in the log: the next start writes the markers again (a second marker for
+a transaction already closed in a partition changes nothing there) and completes. The client is answered after 3, so
+its next request never meets the Prepare* state; AddPartitionsToTxn (Empty/Complete* → Ongoing) is synced before it
+is answered, or a crash could forget a partition that holds the transaction's data, leaving it open for ever. An Ongoing transaction found on
 start is aborted by the sweep once its timeout (counted from its recorded start) has passed.
 
 Concurrency: one event loop. Every coordinator call mutates at once and returns; the awaits come after. A transaction
@@ -212,7 +215,7 @@ class TransactionService:
                 touched.append(partition)
             if self._fsync:
                 await asyncio.gather(*(partition.log.sync() for partition in touched))
-            await self._log.write(self.coordinator.complete(tid, _now_ms()))
+            await self._log.write(self.coordinator.complete(tid, _now_ms()), sync=False)
             await self._log.compact_if_due([txn.snapshot() for txn in self.coordinator.all()])
         finally:
             if not nested:
