@@ -13,8 +13,9 @@ Order of a completion, so that a crash at any point recovers (rule 6 of `transac
 A crash before 3 is durable leaves Prepare* in the log: the next start writes the markers again (a second marker for
 a transaction already closed in a partition changes nothing there) and completes. The client is answered after 3, so
 its next request never meets the Prepare* state; AddPartitionsToTxn (Empty/Complete* → Ongoing) is synced before it
-is answered, or a crash could forget a partition that holds the transaction's data, leaving it open for ever. An Ongoing transaction found on
-start is aborted by the sweep once its timeout (counted from its recorded start) has passed.
+is answered, or a crash could forget a partition that holds the transaction's data, leaving it open for ever.
+An Ongoing transaction found on start is aborted by the sweep once its timeout (counted from its recorded start) has
+passed.
 
 Concurrency: one event loop. Every coordinator call mutates at once and returns; the awaits come after. A transaction
 being completed sits in a Prepare* state, and the coordinator answers CONCURRENT_TRANSACTIONS to anything else asked

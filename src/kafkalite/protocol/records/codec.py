@@ -23,6 +23,7 @@ from crc32c import crc32c
 from kafkalite.errors import CorruptRecordError
 from kafkalite.protocol.records.batch import (
     ATTR_LOG_APPEND_TIME,
+    ATTR_TRANSACTIONAL,
     HEADER_SIZE,
     INT64_MAX,
     INT64_MIN,
