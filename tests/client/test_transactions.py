@@ -212,3 +212,32 @@ async def test_restart_keeps_committed_and_drops_open_transactions(tmp_path: Pat
     async with factory(transaction_abort_interval_ms=20) as broker:
         await wait_for(lambda: broker.partition("t", 0).last_stable_offset == broker.partition("t", 0).high_watermark)
         assert await read_all(broker, "t", "read_committed") == [b"committed"]
+
+
+async def test_the_readme_example(broker: kafkalite.Broker) -> None:
+    await broker.create_topic("orders")
+    await broker.create_topic("invoices")
+    async with broker.producer() as plain:
+        for i in range(3):
+            await plain.send("orders", b"order-%d" % i)
+    seen = 0
+    async with (
+        broker.producer(transactional_id="billing-app") as producer,
+        broker.consumer(
+            "orders", group_id="billing", isolation_level="read_committed", enable_auto_commit=False
+        ) as consumer,
+    ):
+        assert isinstance(producer, TransactionalProducer)
+        async for message in consumer:
+            async with producer.transaction():
+                await producer.send("invoices", message.value)
+                await producer.send_offsets_to_transaction(
+                    {(message.topic, message.partition): message.offset + 1}, consumer
+                )
+            seen += 1
+            if seen == 3:
+                break
+    assert await read_all(broker, "invoices", "read_committed") == [b"order-0", b"order-1", b"order-2"]
+    committed = broker.offsets.fetch("billing", "orders", 0)
+    assert committed is not None
+    assert committed.offset == 3
