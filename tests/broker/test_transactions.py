@@ -235,3 +235,23 @@ async def test_offsets_topic_replays_transactional_commits(tmp_path: Path) -> No
         assert committed is not None
         assert committed.offset == 10
         assert broker.partition(OFFSETS_TOPIC, 0).last_stable_offset < broker.partition(OFFSETS_TOPIC, 0).high_watermark
+
+
+async def test_transaction_state_log_compacts_and_replays(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kafkalite.broker import transaction_log
+
+    monkeypatch.setattr(transaction_log, "COMPACT_MIN_RECORDS", 8)
+    factory = BrokerFactory("file", tmp_path)
+    async with factory() as broker:
+        await broker.create_topic(TOPIC)
+        for _ in range(6):  # each transaction: InitProducerId, AddPartitions, Prepare, Complete = 4 records
+            pid, epoch = await begin(broker)
+            await broker.append(TOPIC, 0, txn_batch(pid, epoch, 0, b"x"), transactional_id="tx")
+            assert (await broker.transactions.end_transaction("tx", pid, epoch, commit=True)).error == 0
+        state = broker.partition(transaction_log.TRANSACTION_STATE_TOPIC, 0)
+        assert state.log_start_offset > 0  # compacted: what came before the live snapshot is gone
+    async with factory() as broker:
+        txn = broker.transactions.describe("tx")
+        assert txn is not None
+        assert (txn.producer_id, txn.producer_epoch, txn.state) == (pid, epoch, TxnState.COMPLETE_COMMIT)
+        assert await broker.init_producer_id("tx") == (pid, epoch + 1)

@@ -145,10 +145,7 @@ class OffsetManager:
     ) -> None:
         """Write a transaction's offsets (TxnOffsetCommit); they count once its commit marker is written here."""
         now = int(time.time() * 1000)
-        updates = {
-            (group, topic, partition): CommittedOffset(offset, metadata, leader_epoch, now)
-            for topic, partition, offset, metadata, leader_epoch in commits
-        }
+        updates = _updates(group, commits, now)
         if not updates:
             return
         records = [RecordToWrite(encode_value(value), encode_key(key)) for key, value in updates.items()]
@@ -196,11 +193,7 @@ class OffsetManager:
 
     async def commit_many(self, group: str, commits: Iterable[tuple[str, int, int, str, int]]) -> None:
         """Commit several offsets of one group as one batch: all become durable together."""
-        now = int(time.time() * 1000)
-        updates = {
-            (group, topic, partition): CommittedOffset(offset, metadata, leader_epoch, now)
-            for topic, partition, offset, metadata, leader_epoch in commits
-        }
+        updates = _updates(group, commits, int(time.time() * 1000))
         if not updates:
             return
         await self._write({key: value for key, value in updates.items()})
@@ -229,6 +222,16 @@ class OffsetManager:
                 self._table[key] = value
         if self._fsync:
             await self._partition.log.sync()
+
+
+def _updates(
+    group: str, commits: Iterable[tuple[str, int, int, str, int]], now_ms: int
+) -> dict[OffsetKey, CommittedOffset]:
+    """(topic, partition, offset, metadata, leader epoch) entries of one group as table entries stamped `now_ms`."""
+    return {
+        (group, topic, partition): CommittedOffset(offset, metadata, leader_epoch, now_ms)
+        for topic, partition, offset, metadata, leader_epoch in commits
+    }
 
 
 def _coordinator_checked(header: BatchHeader) -> None:

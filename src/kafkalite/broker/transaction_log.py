@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import struct
 import time
+from collections.abc import Callable
 
 from kafkalite.broker.log_reader import scan_records
 from kafkalite.broker.partition import Partition
@@ -141,10 +142,12 @@ class TransactionLog:
         if self._fsync and sync:
             await self._partition.log.sync()
 
-    async def compact_if_due(self, live: list[TxnMetadata]) -> None:
-        """Rewrite the live table and drop what came before, once the log is mostly superseded records."""
-        if self._records_in_log <= max(COMPACT_MIN_RECORDS, COMPACT_RATIO * len(live)):
+    async def compact_if_due(self, live_count: int, snapshot: Callable[[], list[TxnMetadata]]) -> None:
+        """Rewrite the live table (`snapshot()`, taken only when due) and drop what came before, once the log is
+        mostly superseded records."""
+        if self._records_in_log <= max(COMPACT_MIN_RECORDS, COMPACT_RATIO * live_count):
             return
+        live = snapshot()
         snapshot_offset = self._partition.high_watermark
         self._records_in_log = 0
         if live:

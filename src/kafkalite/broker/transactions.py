@@ -217,7 +217,9 @@ class TransactionService:
             if self._fsync:
                 await asyncio.gather(*(partition.log.sync() for partition in touched))
             await self._log.write(self.coordinator.complete(tid, _now_ms()), sync=False)
-            await self._log.compact_if_due([txn.snapshot() for txn in self.coordinator.all()])
+            await self._log.compact_if_due(
+                len(self.coordinator), lambda: [txn.snapshot() for txn in self.coordinator.all()]
+            )
         finally:
             if not nested:
                 self._completing.discard(tid)

@@ -86,6 +86,9 @@ class TransactionCoordinator:
 
     # --- reading ---------------------------------------------------------------------------------------------
 
+    def __len__(self) -> int:
+        return len(self._txns)
+
     def get(self, transactional_id: str) -> TxnMetadata | None:
         return self._txns.get(transactional_id)
 
