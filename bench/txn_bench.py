@@ -5,7 +5,8 @@
 Producer: confluent-kafka sends `transactions` x 1,000 messages of `size` bytes to one partition with acks=all and
 linger.ms=5, once as an idempotent producer (the same producer without transactions: a transactional producer is
 always idempotent, so at most 5 requests in flight) and once as a transactional producer (one transaction per 1,000
-messages: begin, produce, commit_transaction). Each is timed from the first produce to the last
+messages: begin, produce, commit_transaction; the median commit_transaction time, which includes flushing what is
+still in flight, is reported too). Each is timed from the first produce to the last
 delivery (plain: flush; transactional: the last commit), against `kafkalite serve --fsync always` (the default),
 `kafkalite serve --fsync never`, and librdkafka's mock cluster (`test.mock.num.brokers=1`, in memory, which serves
 transactions too), each started fresh per round (bench.brokers). Medians over `rounds`.
@@ -33,8 +34,10 @@ from bench.brokers import PEERS, QUIET
 BATCH = 1000
 
 
-def produce(bootstrap: str, topic: str, transactions: int, size: int, *, transactional: bool) -> float:
-    """Messages per second for `transactions` x BATCH messages."""
+def produce(
+    bootstrap: str, topic: str, transactions: int, size: int, *, transactional: bool, commits: list[float]
+) -> float:
+    """Messages per second for `transactions` x BATCH messages; each commit_transaction's seconds go to `commits`."""
     config = {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5, "enable.idempotence": True, **QUIET}
     if transactional:
         config["transactional.id"] = f"bench-{time.monotonic_ns()}"
@@ -55,7 +58,9 @@ def produce(bootstrap: str, topic: str, transactions: int, size: int, *, transac
                     producer.poll(0.01)
             producer.poll(0)
         if transactional:
-            producer.commit_transaction(60)
+            committing = time.perf_counter()
+            producer.commit_transaction(60)  # flushes what is still in flight, then EndTxn
+            commits.append(time.perf_counter() - committing)
     if not transactional:
         assert producer.flush(60) == 0
     return transactions * BATCH / (time.perf_counter() - began)
@@ -92,6 +97,7 @@ def main() -> None:
     args = parser.parse_args()
     peers = {peer.name: peer for peer in PEERS}
     produced: dict[tuple[str, bool], list[float]] = {}
+    commit_s: dict[str, list[float]] = {}
     consumed: dict[str, list[float]] = {}
     for round_ in range(args.rounds):
         for name in ("kafkalite", "kafkalite-nofsync", "mock"):
@@ -99,7 +105,14 @@ def main() -> None:
                 for transactional in (False, True):
                     topic = f"t-{round_}-{int(transactional)}"
                     running.create_topic(topic, 1)
-                    rate = produce(running.bootstrap, topic, args.transactions, args.size, transactional=transactional)
+                    rate = produce(
+                        running.bootstrap,
+                        topic,
+                        args.transactions,
+                        args.size,
+                        transactional=transactional,
+                        commits=commit_s.setdefault(name, []),
+                    )
                     produced.setdefault((name, transactional), []).append(rate)
                     print(f"round {round_} {name} transactional={transactional}: {rate:,.0f} msg/s", flush=True)
                 if name == "kafkalite-nofsync":
@@ -108,11 +121,15 @@ def main() -> None:
                         rate = consume(running.bootstrap, f"t-{round_}-1", count, isolation)
                         consumed.setdefault(isolation, []).append(rate)
                         print(f"round {round_} consume {isolation}: {rate:,.0f} msg/s", flush=True)
-    print("\n| broker | idempotent, acks=all (msg/s) | transactional (msg/s) | ratio |\n|---|---:|---:|---:|")
+    print(
+        "\n| broker | idempotent, acks=all (msg/s) | transactional (msg/s) | ratio | commit_transaction (ms) |"
+        "\n|---|---:|---:|---:|---:|"
+    )
     for name in ("kafkalite", "kafkalite-nofsync", "mock"):
         plain = statistics.median(produced[(name, False)])
         txn = statistics.median(produced[(name, True)])
-        print(f"| {peers[name].label} | {plain:,.0f} | {txn:,.0f} | {txn / plain:.2f}x |")
+        commit_ms = 1000 * statistics.median(commit_s[name])
+        print(f"| {peers[name].label} | {plain:,.0f} | {txn:,.0f} | {txn / plain:.2f}x | {commit_ms:.1f} |")
     uncommitted = statistics.median(consumed["read_uncommitted"])
     committed = statistics.median(consumed["read_committed"])
     print(
