@@ -255,3 +255,24 @@ async def test_transaction_state_log_compacts_and_replays(tmp_path: Path, monkey
         assert txn is not None
         assert (txn.producer_id, txn.producer_epoch, txn.state) == (pid, epoch, TxnState.COMPLETE_COMMIT)
         assert await broker.init_producer_id("tx") == (pid, epoch + 1)
+
+
+async def test_a_transaction_open_since_before_the_replayed_tail_keeps_the_lso(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kafkalite.broker import partition as partition_module
+
+    factory = BrokerFactory("file", tmp_path)
+    async with factory(transaction_abort_interval_ms=60_000) as broker:
+        await broker.create_topic(TOPIC)
+        pid, epoch = await broker.init_producer_id("long", transaction_timeout_ms=600_000)
+        await broker.transactions.add_partitions("long", pid, epoch, [(TOPIC, 0)])
+        await broker.produce(TOPIC, 0, build_batch([RecordToWrite(b"before", None)], now_ms=int(time.time() * 1000)))
+        for sequence in range(5):
+            await broker.append(TOPIC, 0, txn_batch(pid, epoch, sequence, b"open"), transactional_id="long")
+        for _ in range(5):
+            await broker.produce(TOPIC, 0, build_batch([RecordToWrite(b"after", None)], now_ms=int(time.time() * 1000)))
+    monkeypatch.setattr(partition_module, "PRODUCER_STATE_WINDOW", 3)  # the tail replayed on open misses the start
+    async with factory(transaction_abort_interval_ms=60_000) as broker:
+        assert broker.partition(TOPIC, 0).last_stable_offset == 1
+        assert broker.fetch(TOPIC, 0, 0, 1 << 20, read_committed=True).last_stable_offset == 1

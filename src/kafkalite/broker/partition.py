@@ -308,6 +308,22 @@ class Partition:
                 if header.is_transactional:
                     self.transactions.observe(header)
 
+    def find_open_transaction(self, producer_id: int) -> int | None:
+        """Where `producer_id`'s still-open transaction began, by a scan of every batch header of the log; None
+        when the start-up tail (`PRODUCER_STATE_WINDOW`) already covered the whole log. Blocking: run it off the loop,
+        on start, only for transactions the coordinator knows to be open."""
+        if self.log.log_end_offset - PRODUCER_STATE_WINDOW <= self.log.log_start_offset:
+            return None
+        first: int | None = None
+        for _chunk, _pos, header in scan_batches(self.log, self.log.log_start_offset):
+            if header.producer_id != producer_id:
+                continue
+            if header.is_control:
+                first = None
+            elif header.is_transactional and first is None:
+                first = header.base_offset
+        return first
+
     def _replay_marker(self, chunk: bytes, pos: int, header: BatchHeader) -> None:
         """A marker met on start: close its transaction, and index an abort the `.txnindex` lost (it lags the log)."""
         kind = control_type(chunk, pos, header)

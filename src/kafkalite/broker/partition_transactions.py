@@ -6,7 +6,9 @@ first offset of the oldest open transaction, or the high watermark when none is 
 reads nothing at or past it, because whether those records count is not decided yet.
 
 The table is rebuilt on start from the batch headers of the log tail (`Partition._rebuild_producer_state`), together
-with the idempotence table, so an open transaction found there keeps the LSO down until the coordinator ends it.
+with the idempotence table, so an open transaction found there keeps the LSO down until the coordinator ends it. A
+transaction the coordinator knows to be open whose first batch lies before that tail is found by a scan of the whole
+log (`Partition.find_open_transaction`, rare: only across a restart) and set with `reopen`.
 """
 
 from __future__ import annotations
@@ -28,6 +30,10 @@ class OpenTransactions:
     def observe(self, header: BatchHeader) -> None:
         """A transactional data batch was appended at `header.base_offset`."""
         self._first_offsets.setdefault(header.producer_id, header.base_offset)
+
+    def reopen(self, producer_id: int, first_offset: int) -> None:
+        """Set where `producer_id`'s open transaction began (found by a scan of the whole log on start)."""
+        self._first_offsets[producer_id] = first_offset
 
     def close(self, producer_id: int) -> int | None:
         """A marker of `producer_id` was appended: forget its open transaction, returning its first offset."""

@@ -40,6 +40,7 @@ from kafkalite.transactions import (
     TransactionCoordinator,
     TxnMetadata,
     TxnResult,
+    TxnState,
 )
 from kafkalite.transactions.errors import CONCURRENT_TRANSACTIONS, NAMES, NONE
 
@@ -82,6 +83,7 @@ class TransactionService:
         """Replay the log, finish what a crash interrupted, and start the timeout sweep."""
         for txn in self._log.load():
             self.coordinator.load(txn)
+        await self._find_long_open_transactions()
         for completion in self.coordinator.pending_completions():
             logger.info(
                 "Completing transaction %s (%s) interrupted by a restart",
@@ -90,6 +92,28 @@ class TransactionService:
             )
             await self._complete(completion)
         self._sweeper = asyncio.create_task(self._sweep_loop(), name="kafkalite-transaction-timeouts")
+
+    async def _find_long_open_transactions(self) -> None:
+        """An Ongoing transaction may have begun before the log tail the partitions replayed on open: find its first
+        batch in each of its partitions, so the last stable offset is right from the start."""
+        for txn in self.coordinator.all():
+            if txn.state is not TxnState.ONGOING:
+                continue
+            for topic, index in sorted(txn.partitions):
+                try:
+                    partition = self._broker.partition(topic, index)
+                except KafkaLiteError:
+                    continue
+                first = await asyncio.to_thread(partition.find_open_transaction, txn.producer_id)
+                if first is not None:
+                    partition.transactions.reopen(txn.producer_id, first)
+                    logger.info(
+                        "Transaction %s has been open in %s-%d since offset %d",
+                        txn.transactional_id,
+                        topic,
+                        index,
+                        first,
+                    )
 
     async def close(self) -> None:
         if self._sweeper is not None:
