@@ -1,12 +1,13 @@
 """Transactions: what they cost a producer and a read_committed consumer, against librdkafka's mock cluster.
 
-    .venv/bin/python bench/txn_bench.py [--rounds 3] [--transactions 20] [--size 100]
+    .venv/bin/python bench/txn_bench.py [--rounds 3] [--transactions 20] [--size 100] [--baseline plain]
 
 Producer: confluent-kafka sends `transactions` x 1,000 messages of `size` bytes to one partition with acks=all and
 linger.ms=5, once as an idempotent producer (the same producer without transactions: a transactional producer is
 always idempotent, so at most 5 requests in flight) and once as a transactional producer (one transaction per 1,000
 messages: begin, produce, commit_transaction; the median commit_transaction time, which includes flushing what is
-still in flight, is reported too). Each is timed from the first produce to the last
+still in flight, is reported too). `--baseline plain` makes the baseline a non-idempotent acks=all producer instead
+(unbounded requests in flight). Each is timed from the first produce to the last
 delivery (plain: flush; transactional: the last commit), against `kafkalite serve --fsync always` (the default),
 `kafkalite serve --fsync never`, and librdkafka's mock cluster (`test.mock.num.brokers=1`, in memory, which serves
 transactions too), each started fresh per round (bench.brokers). Medians over `rounds`.
@@ -35,10 +36,17 @@ BATCH = 1000
 
 
 def produce(
-    bootstrap: str, topic: str, transactions: int, size: int, *, transactional: bool, commits: list[float]
+    bootstrap: str,
+    topic: str,
+    transactions: int,
+    size: int,
+    *,
+    transactional: bool,
+    commits: list[float],
+    idempotent: bool = True,
 ) -> float:
     """Messages per second for `transactions` x BATCH messages; each commit_transaction's seconds go to `commits`."""
-    config = {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5, "enable.idempotence": True, **QUIET}
+    config = {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5, "enable.idempotence": idempotent, **QUIET}
     if transactional:
         config["transactional.id"] = f"bench-{time.monotonic_ns()}"
     producer = confluent_kafka.Producer(config)
@@ -94,6 +102,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--transactions", type=int, default=20)
     parser.add_argument("--size", type=int, default=100)
+    parser.add_argument("--baseline", choices=("idempotent", "plain"), default="idempotent")
     args = parser.parse_args()
     peers = {peer.name: peer for peer in PEERS}
     produced: dict[tuple[str, bool], list[float]] = {}
@@ -112,6 +121,7 @@ def main() -> None:
                         args.size,
                         transactional=transactional,
                         commits=commit_s.setdefault(name, []),
+                        idempotent=transactional or args.baseline == "idempotent",
                     )
                     produced.setdefault((name, transactional), []).append(rate)
                     print(f"round {round_} {name} transactional={transactional}: {rate:,.0f} msg/s", flush=True)
@@ -122,7 +132,7 @@ def main() -> None:
                         consumed.setdefault(isolation, []).append(rate)
                         print(f"round {round_} consume {isolation}: {rate:,.0f} msg/s", flush=True)
     print(
-        "\n| broker | idempotent, acks=all (msg/s) | transactional (msg/s) | ratio | commit_transaction (ms) |"
+        f"\n| broker | {args.baseline}, acks=all (msg/s) | transactional (msg/s) | ratio | commit_transaction (ms) |"
         "\n|---|---:|---:|---:|---:|"
     )
     for name in ("kafkalite", "kafkalite-nofsync", "mock"):
