@@ -1,25 +1,19 @@
 """DescribeTransactions (API key 65), version 0 (KIP-664; the first and only version, flexible).
 
-Each requested transactional id answers its state (Kafka's state names), timeout, start time (-1 when no
-transaction is ongoing), producer id and epoch, and the partitions of the ongoing transaction; an id the coordinator
-does not know answers TRANSACTIONAL_ID_NOT_FOUND (105).
+Each requested transactional id answers its state (Kafka's state names), timeout, start time, producer id and
+epoch, and the partitions of the ongoing transaction; an id the coordinator does not know answers
+TRANSACTIONAL_ID_NOT_FOUND (105) with the fields at their defaults. With no transaction ongoing the start time is 0,
+the field's default, where Kafka may put -1: kio (and so every kio-based client, and the fuzzer's oracle) cannot read a
+negative timestamp, and a reader treating 0 as "none" loses nothing.
 """
 
 from __future__ import annotations
 
-import datetime
 from typing import Any
 
 from kafkalite.protocol.wire import ApiKey
 from kafkalite.server.dispatch import RequestContext, handles
 from kafkalite.transactions.errors import TRANSACTIONAL_ID_NOT_FOUND
-
-_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
-
-
-def _start_time(ms: int) -> datetime.datetime:
-    """kio writes this field from a datetime; -1 ("no transaction") is the instant 1 ms before the epoch."""
-    return _EPOCH + datetime.timedelta(milliseconds=ms)
 
 
 def _state(ctx: RequestContext, transactional_id: str) -> Any:
@@ -31,7 +25,7 @@ def _state(ctx: RequestContext, transactional_id: str) -> Any:
             transactional_id=transactional_id,
             transaction_state="",
             transaction_timeout=0,
-            transaction_start_time=_start_time(-1),
+            transaction_start_time=0,
             producer_id=-1,
             producer_epoch=-1,
             topics=[],
@@ -45,7 +39,7 @@ def _state(ctx: RequestContext, transactional_id: str) -> Any:
         transactional_id=transactional_id,
         transaction_state=txn.state.label,
         transaction_timeout=txn.timeout_ms,
-        transaction_start_time=_start_time(txn.start_ms),
+        transaction_start_time=max(txn.start_ms, 0),
         producer_id=txn.producer_id,
         producer_epoch=txn.producer_epoch,
         topics=[ctx.build("TopicData", topic=topic, partitions=indexes) for topic, indexes in by_topic.items()],
