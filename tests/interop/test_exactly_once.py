@@ -79,7 +79,7 @@ def test_exactly_once_loop_survives_app_kills(serve: Serve, tmp_path: Path) -> N
 @pytest.mark.slow
 def test_exactly_once_loop_survives_many_app_kills(serve: Serve, tmp_path: Path) -> None:
     broker = serve("--fsync", "never", "--num-partitions", "3")
-    run_eos(broker, count=3000, kills=6, tmp_path=tmp_path)
+    run_eos(broker, count=1500, kills=4, tmp_path=tmp_path)
 
 
 class Outcomes:
@@ -183,4 +183,4 @@ def test_transactions_survive_broker_kill_9(serve: Serve) -> None:
 @pytest.mark.slow
 def test_transactions_survive_many_broker_kill_9(serve: Serve) -> None:
     broker = serve("--num-partitions", "2", "--transaction-abort-interval-ms", "200")
-    check_after_crashes(broker, crash_rounds(broker, rounds=10))
+    check_after_crashes(broker, crash_rounds(broker, rounds=6))
