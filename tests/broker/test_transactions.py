@@ -12,6 +12,7 @@ import pytest
 import kafkalite
 from kafkalite import errors
 from kafkalite.broker import LATEST, OFFSETS_TOPIC
+from kafkalite.broker.log_reader import scan_records
 from kafkalite.protocol.control_records import control_type
 from kafkalite.protocol.records import RecordToWrite, build_batch, iter_records, read_header
 from kafkalite.storage import AbortedTxn
@@ -276,3 +277,46 @@ async def test_a_transaction_open_since_before_the_replayed_tail_keeps_the_lso(
     async with factory(transaction_abort_interval_ms=60_000) as broker:
         assert broker.partition(TOPIC, 0).last_stable_offset == 1
         assert broker.fetch(TOPIC, 0, 0, 1 << 20, read_committed=True).last_stable_offset == 1
+
+
+COMPACTED = {"cleanup.policy": "compact", "segment.bytes": "1024", "min.cleanable.dirty.ratio": "0.01"}
+
+
+def keyed_txn_batch(pid: int, epoch: int, sequence: int, key: bytes, value: bytes) -> bytes:
+    return build_batch(
+        [RecordToWrite(value, key)],
+        now_ms=int(time.time() * 1000),
+        producer_id=pid,
+        producer_epoch=epoch,
+        base_sequence=sequence,
+        transactional=True,
+    )
+
+
+async def test_the_log_cleaner_drops_aborted_data_and_waits_for_open_transactions(make_broker: BrokerFactory) -> None:
+    async with make_broker() as broker:
+        await broker.create_topic(TOPIC, 1, COMPACTED)
+        pid, epoch = await begin(broker)
+        for i in range(20):
+            await broker.append(TOPIC, 0, keyed_txn_batch(pid, epoch, i, b"a%d" % i, b"x" * 60), transactional_id="tx")
+        await broker.transactions.end_transaction("tx", pid, epoch, commit=False)
+        pid, epoch = await begin(broker)
+        for i in range(20):
+            await broker.append(TOPIC, 0, keyed_txn_batch(pid, epoch, i, b"c%d" % i, b"y" * 60), transactional_id="tx")
+        await broker.transactions.end_transaction("tx", pid, epoch, commit=True)
+        pid, epoch = await begin(broker)  # an open transaction: nothing from its segment on may be cleaned
+        await broker.append(TOPIC, 0, keyed_txn_batch(pid, epoch, 0, b"open", b"z" * 60), transactional_id="tx")
+        for i in range(40):  # plain records after it, so several segments follow the open transaction's
+            await broker.produce(TOPIC, 0, build_batch([RecordToWrite(b"p" * 60, b"p%d" % i)], now_ms=0))
+        cleaner = broker.cleaner
+        assert cleaner is not None
+        while await cleaner.clean_once() is not None:
+            pass
+        keys = [r.key for r in scan_records(broker.partition(TOPIC, 0).log, 0)]
+        assert not any(k is not None and k.startswith(b"a") for k in keys), "aborted data is dropped"
+        assert {b"c%d" % i for i in range(20)} <= set(keys), "committed data stays"
+        assert b"open" in keys
+        partition = broker.partition(TOPIC, 0)
+        assert partition.last_stable_offset < partition.high_watermark
+        # The abort's index entry followed the cleaning into the segment now holding its marker.
+        assert [e.producer_id for e in partition.log.aborted_transactions(0, partition.high_watermark)] == [pid]

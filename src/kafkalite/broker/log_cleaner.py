@@ -10,8 +10,8 @@ One cleaner thread per broker (Kafka's `log.cleaner.threads` default): every `ba
   3. on the loop, under the partition's append lock, `Log.finish_cleaning` swaps the new segments in (renames and
      a directory fsync: one short pause between two appends), unless the log moved or removed segments since 1.
 The broker's knowledge enters through `CleaningContext`: the last batch of every producer it tracks (kept, so
-idempotence state survives a restart) and the aborted transactions (none until the partition keeps a transaction
-index). Closing stops the thread between two batches and discards the half-written segments.
+idempotence state survives a restart), the partition's aborted transactions (from its `.txnindex`: their data is
+dropped) and its first unstable offset (the oldest open transaction: nothing from its segment on is cleaned). Closing stops the thread between two batches and discards the half-written segments.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ class LogCleaner:
             candidates = []
             for partition in self._partitions():
                 try:
-                    stats = partition.log.cleaning_stats(now)
+                    stats = partition.log.cleaning_stats(now, partition.transactions.first_unstable_offset())
                 except KafkaLiteError:  # closed under us (topic deleted)
                     continue
                 if stats is not None:
@@ -117,7 +117,13 @@ class LogCleaner:
             return await self._clean(chosen[0], now)
 
     async def _clean(self, partition: Partition, now_ms: int) -> CleaningReport | None:
-        context = CleaningContext(producer_last_offsets=partition.producers.last_offsets(), max_keys=self._max_keys)
+        log = partition.log
+        context = CleaningContext(
+            producer_last_offsets=partition.producers.last_offsets(),
+            aborted=log.aborted_transactions(log.log_start_offset, log.log_end_offset),
+            first_unstable_offset=partition.transactions.first_unstable_offset(),
+            max_keys=self._max_keys,
+        )
         job = partition.log.prepare_cleaning(now_ms, context)
         if job is None:
             return None

@@ -45,6 +45,10 @@ class OpenTransactions:
     def first_offset(self, producer_id: int) -> int | None:
         return self._first_offsets.get(producer_id)
 
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the oldest open transaction; None when none is open (the log cleaner's bound)."""
+        return min(self._first_offsets.values(), default=None)
+
     def last_stable_offset(self, high_watermark: int) -> int:
         if not self._first_offsets:
             return high_watermark
