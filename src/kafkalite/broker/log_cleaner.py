@@ -11,7 +11,8 @@ One cleaner thread per broker (Kafka's `log.cleaner.threads` default): every `ba
      a directory fsync: one short pause between two appends), unless the log moved or removed segments since 1.
 The broker's knowledge enters through `CleaningContext`: the last batch of every producer it tracks (kept, so
 idempotence state survives a restart), the partition's aborted transactions (from its `.txnindex`: their data is
-dropped) and its first unstable offset (the oldest open transaction: nothing from its segment on is cleaned). Closing stops the thread between two batches and discards the half-written segments.
+dropped) and its first unstable offset (the oldest open transaction: nothing from its segment on is cleaned).
+Closing stops the thread between two batches and discards the half-written segments.
 """
 
 from __future__ import annotations
