@@ -129,11 +129,11 @@ class Broker:
             ),
             self._offsets,
         )
-        if TRANSACTION_STATE_TOPIC not in self.topics:
-            await self._create_topic(TRANSACTION_STATE_TOPIC, 1, {}, internal=True)
+        state = self.topics.get(TRANSACTION_STATE_TOPIC)
         self._transactions = TransactionService(
             self,
-            TransactionLog(self.topics[TRANSACTION_STATE_TOPIC].partitions[0], fsync=self.config.fsync),
+            None if state is None else TransactionLog(state.partitions[0], fsync=self.config.fsync),
+            self._create_transaction_log,
             self._allocate_producer_id,
             max_timeout_ms=self.config.transaction_max_timeout_ms,
             abort_interval_ms=self.config.transaction_abort_interval_ms,
@@ -547,6 +547,13 @@ class Broker:
     def _highest_producer_id(self) -> int:
         highest = max((p.producers.max_producer_id() for t in self.topics.values() for p in t.partitions), default=-1)
         return max(highest, self._transactions.max_producer_id() if self._transactions is not None else -1)
+
+    async def _create_transaction_log(self) -> TransactionLog:
+        """`__transaction_state`, created on first use as Kafka creates it (a broker without transactions has none)."""
+        async with self._admin_lock:
+            if TRANSACTION_STATE_TOPIC not in self.topics:
+                await self._create_topic(TRANSACTION_STATE_TOPIC, 1, {}, internal=True)
+        return TransactionLog(self.topics[TRANSACTION_STATE_TOPIC].partitions[0], fsync=self.config.fsync)
 
     async def _allocate_producer_id(self) -> int:
         return await self._producer_ids.allocate(self._highest_producer_id())

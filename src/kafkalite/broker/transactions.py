@@ -1,6 +1,7 @@
 """The transaction service: the pure coordinator (`kafkalite.transactions`) put to work on this broker.
 
-It owns what the coordinator must not touch: persistence (`transaction_log`, in `__transaction_state`), new producer
+It owns what the coordinator must not touch: persistence (`transaction_log`, in `__transaction_state`, which is
+created on first use, as Kafka creates it), new producer
 ids (from the broker's durable allocator), the markers (`Partition.write_marker` on every partition of a completing
 transaction, then `OffsetManager.complete_transaction` for `__consumer_offsets`), transactional offset commits, and
 the sweep that aborts transactions past their timeout (every `transaction_abort_interval_ms`).
@@ -63,7 +64,8 @@ class TransactionService:
     def __init__(
         self,
         broker: Broker,
-        log: TransactionLog,
+        log: TransactionLog | None,
+        create_log: Callable[[], Awaitable[TransactionLog]],
         allocate_producer_id: Callable[[], Awaitable[int]],
         *,
         max_timeout_ms: int,
@@ -71,7 +73,9 @@ class TransactionService:
         fsync: bool,
     ) -> None:
         self._broker = broker
-        self._log = log
+        self._log = log  # None until the first transactional id needs `__transaction_state` (`create_log`)
+        self._create_log = create_log
+        self._creating_log = asyncio.Lock()
         self._allocate = allocate_producer_id
         self._fsync = fsync
         self._abort_interval_s = abort_interval_ms / 1000
@@ -81,7 +85,7 @@ class TransactionService:
 
     async def start(self) -> None:
         """Replay the log, finish what a crash interrupted, and start the timeout sweep."""
-        for txn in self._log.load():
+        for txn in self._log.load() if self._log is not None else ():
             self.coordinator.load(txn)
         await self._find_long_open_transactions()
         for completion in self.coordinator.pending_completions():
@@ -203,7 +207,14 @@ class TransactionService:
 
     async def _persist(self, result: TxnResult) -> None:
         if result.changed is not None:
-            await self._log.write(result.changed)
+            await (await self._state_log()).write(result.changed)
+
+    async def _state_log(self) -> TransactionLog:
+        if self._log is None:
+            async with self._creating_log:
+                if self._log is None:
+                    self._log = await self._create_log()
+        return self._log
 
     async def _persist_and_complete(self, result: TxnResult) -> None:
         """Step 1, then (for a prepared transaction) steps 2 and 3. The id is marked as completing before the first
@@ -240,10 +251,9 @@ class TransactionService:
                 touched.append(partition)
             if self._fsync:
                 await asyncio.gather(*(partition.log.sync() for partition in touched))
-            await self._log.write(self.coordinator.complete(tid, _now_ms()), sync=False)
-            await self._log.compact_if_due(
-                len(self.coordinator), lambda: [txn.snapshot() for txn in self.coordinator.all()]
-            )
+            log = await self._state_log()
+            await log.write(self.coordinator.complete(tid, _now_ms()), sync=False)
+            await log.compact_if_due(len(self.coordinator), lambda: [txn.snapshot() for txn in self.coordinator.all()])
         finally:
             if not nested:
                 self._completing.discard(tid)
