@@ -173,6 +173,8 @@ class ClusterError(KafkaLiteError):
 
 class UnreachableError(ClusterError):
     """No broker answered at the bootstrap address (wrong address, broker down, or a firewall)."""
+
+
 class TransactionError(KafkaLiteError):
     """A transactional request the coordinator refused, or a transaction it aborted; `error_code` is Kafka's."""
 
