@@ -182,8 +182,8 @@ async def _serve(settings: ServeSettings, http: tuple[str, int] | None) -> None:
         try:
             await server.start()
         except OSError as exc:
-            where = ", ".join(f"{listener.host}:{listener.port}" for listener in settings.listeners)
-            raise _ListenError(f"cannot serve on {where}: {exc.strerror or exc}") from None
+            addresses = ", ".join(f"{listener.host}:{listener.port}" for listener in settings.listeners)
+            raise _ListenError(f"cannot serve on {addresses}: {exc.strerror or exc}") from None
         console = None
         if http is not None:
             from kafkalite.http import HttpServer  # only when asked: aiohttp and friends cost start-up time

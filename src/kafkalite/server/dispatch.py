@@ -329,10 +329,6 @@ async def _authorized(ctx: RequestContext, handler: Handler, request: Any, sessi
     return complete(response)
 
 
-async def _encode_when_ready(schema: ApiSchema, correlation_id: int, response: Awaitable[Any]) -> bytes:
-    return schema.encode_response(correlation_id, await response)
-
-
 async def failed_authentication(session: Session, peer: str, settings: SecuritySettings) -> None:
     """What every refused login gets: a log line with the peer, a delay (connection.failed.authentication.delay.ms)
     so that guessing is slow, then the connection closes after the answer. No hint about which part was wrong."""
