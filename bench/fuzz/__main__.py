@@ -2,6 +2,7 @@
 
     python -m bench.fuzz                      # 1,000,000 frames (the published run), seed 1
     python -m bench.fuzz --frames 20000 --seed 7 --json bench/results/fuzz.json
+    python -m bench.fuzz --secured --frames 100000   # SASL and TLS listeners: pre-auth frames, SASL tokens, TLS garbage
 
 Every (api_key, version) the broker advertises gets valid and mutated requests (see `bench.fuzz.frames`); the run
 ends with one line of figures and a non-zero exit when anything was found: an undecodable answer, a slow prober, a
@@ -19,6 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.fuzz.secured import fuzz_secured, served_secured_broker
 from bench.fuzz.session import FuzzSession, Tally
 from bench.fuzz.target import Target, served_broker
 from kafkalite.server.dispatch import supported_ranges
@@ -74,12 +76,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-growth-mib", type=float, default=64.0, help="memory growth allowed over the run")
     parser.add_argument("--json", type=Path, help="write the figures here too")
     parser.add_argument("--log", type=Path, help="keep the broker's log here (default: a temporary file)")
+    parser.add_argument("--secured", action="store_true", help="fuzz SASL_PLAINTEXT and SSL listeners instead")
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory() as scratch, served_broker(args.log or Path(scratch) / "broker.log") as target:
-        print(f"fuzzing kafkalite serve (pid {target.process.pid}, port {target.port}): {args.frames:,} frames")
-        figures = fuzz(
-            target, args.frames, args.seed, connections=args.connections, answer_timeout_s=args.answer_timeout
-        )
+    with tempfile.TemporaryDirectory() as scratch:
+        log = args.log or Path(scratch) / "broker.log"
+        if args.secured:
+            with served_secured_broker(log) as secured:
+                print(
+                    f"fuzzing secured listeners of kafkalite serve (pid {secured.process.pid}): {args.frames:,} frames"
+                )
+                figures = fuzz_secured(secured, advertised_pairs(), args.frames, args.seed)
+        else:
+            with served_broker(log) as target:
+                print(f"fuzzing kafkalite serve (pid {target.process.pid}, port {target.port}): {args.frames:,} frames")
+                figures = fuzz(
+                    target, args.frames, args.seed, connections=args.connections, answer_timeout_s=args.answer_timeout
+                )
     growth = float(figures["rss_after_mib"]) - float(figures["rss_before_mib"])  # type: ignore[arg-type]
     findings = list(figures["findings"])  # type: ignore[call-overload]
     if growth > args.max_growth_mib:

@@ -31,6 +31,9 @@ a lookup table of its own::
     ├── TransactionError             the transaction coordinator's refusals (INVALID_TXN_STATE 48,
     │                                CONCURRENT_TRANSACTIONS 51, ...), each with its Kafka code; a fenced
     │                                transactional producer gets ProducerFencedError (90) instead
+    ├── AuthenticationError          SASL credentials refused (code 58, SASL_AUTHENTICATION_FAILED)
+    ├── AuthorizationError           the ACLs refuse the operation; its code names the resource type
+    │                                (29 TOPIC_, 30 GROUP_, 31 CLUSTER_, 53 TRANSACTIONAL_ID_AUTHORIZATION_FAILED, ...)
     └── ClosedError                  the broker, producer or consumer is closed
 
 `kafkalite.errors` imports nothing of KafkaLite's, so every layer (protocol included) may raise from this tree.
@@ -186,3 +189,17 @@ class TransactionError(KafkaLiteError):
 
 class ClosedError(KafkaLiteError):
     """The broker, producer or consumer has been closed."""
+
+
+class AuthenticationError(KafkaLiteError):
+    """Credentials were refused. The message says so and nothing more: no hint about which part was wrong."""
+
+    error_code = 58
+
+
+class AuthorizationError(KafkaLiteError):
+    """The authorizer refused an operation on a resource; `error_code` is Kafka's code for that resource type."""
+
+    def __init__(self, message: str, error_code: int) -> None:
+        super().__init__(message)
+        self.error_code = error_code

@@ -26,6 +26,7 @@ LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
     "consume": ("kafkalite.cli.consume", "consume", "Print a topic's records (value, key-value, json, template)."),
     "groups": ("kafkalite.cli.groups", "groups", "List and inspect consumer groups, reset offsets, delete."),
     "dlq": ("kafkalite.cli.dlq", "dlq", "Dead letters: list, show, and replay them to the group that failed."),
+    "users": ("kafkalite.cli.users", "users", "Set, list and delete SASL users in a data directory (offline)."),
     "migrate": (
         "kafkalite.cli.migrate",
         "migrate_command",

@@ -1,8 +1,12 @@
 """`kafkalite serve`: the Kafka wire protocol on a TCP port until SIGINT or SIGTERM.
 
-The ready line `KafkaLite ready on HOST:PORT (data: DIR, fsync ...)` goes to stdout once the listeners are bound, so
-a parent process (a test harness, a supervisor) can wait for it and read the chosen port. With the HTTP listener on
-(the default, `--http-port 9644`; `--no-http` turns it off) the line ends with `; console http://HOST:PORT/`.
+Settings come under Kafka's broker config names from `--config server.properties` and `--override key=value`
+(`server.properties`); `--host/--port/--data-dir` are the one-PLAINTEXT-listener shorthand.
+
+The ready line `KafkaLite ready on HOST:PORT (data: DIR, fsync ...)` goes to stdout once the listeners are bound (the
+first listener's address), so a parent process (a test harness, a supervisor) can wait for it and read the chosen
+port; one line `KafkaLite listener NAME on HOST:PORT` per listener follows. With the HTTP listener on (the default,
+`--http-port 9644`; `--no-http` turns it off) the ready line ends with `; console http://HOST:PORT/`.
 """
 
 from __future__ import annotations
@@ -22,11 +26,13 @@ from kafkalite.logs import configure_logging
 from kafkalite.protocol.kio_import import import_kio_without_hypothesis
 
 if TYPE_CHECKING:
-    from kafkalite.broker import BrokerConfig
+    from kafkalite.server.properties import ServeSettings
 
 
 @click.command()
-@click.option("--host", default="localhost", show_default=True, help="Address to listen on.")
+@click.option("--config", "config_file", default=None, type=click.Path(dir_okay=False), help="A server.properties.")
+@click.option("--override", "overrides", multiple=True, metavar="KEY=VALUE", help="Set one Kafka config (repeatable).")
+@click.option("--host", default="localhost", show_default=True, help="Address to listen on (one PLAINTEXT listener).")
 @click.option("--port", default=9092, show_default=True, type=click.IntRange(0, 65535), help="0 picks a free port.")
 @click.option("--advertised-host", default=None, help="Host clients are told to connect to (default: --host).")
 @click.option("--data-dir", default="./data", show_default=True, help="Where logs live; 'memory' keeps none.")
@@ -72,7 +78,11 @@ if TYPE_CHECKING:
     "--http-host", default="localhost", show_default=True, help="Console address; a non-loopback one serves others."
 )
 @click.option("--no-http", is_flag=True, help="No web console and no /metrics.")
+@click.pass_context
 def serve(
+    ctx: click.Context,
+    config_file: str | None,
+    overrides: tuple[str, ...],
     host: str,
     port: int,
     advertised_host: str | None,
@@ -89,34 +99,67 @@ def serve(
     http_host: str,
     no_http: bool,
 ) -> None:
-    """Serve the Kafka wire protocol (and the web console with /metrics) until SIGINT or SIGTERM."""
+    """Serve the Kafka wire protocol (and the web console with /metrics) until SIGINT or SIGTERM.
+
+    Settings use Kafka's broker config names (listeners, advertised.listeners, log.dirs, num.partitions, ssl.*,
+    sasl.enabled.mechanisms, super.users, ...), from --config and then each --override in order. The flags after
+    --override are shorthands; one given on the command line wins over the same setting from the file.
+    """
     configure_logging(log_level, log_file)
     _raise_open_file_limit()
     import_kio_without_hypothesis()
-    if data_dir != "memory" and Path(data_dir).exists() and not Path(data_dir).is_dir():
-        fail(f"cannot use --data-dir {data_dir}: it is a file, not a directory")
-    from kafkalite.broker import BrokerConfig
+    from kafkalite.server.properties import load, parse_override, read_properties
 
-    config = BrokerConfig(
-        data_dir=None if data_dir == "memory" else Path(data_dir),
-        fsync=fsync == "always",
-        auto_create_topics=auto_create_topics,
-        default_partitions=num_partitions,
-        log_cleaner_io_max_bytes_per_second=log_cleaner_io_max_bytes_per_second,
-        transaction_max_timeout_ms=transaction_max_timeout_ms,
-        transaction_abort_interval_ms=transaction_abort_interval_ms,
-    )
+    def given(name: str) -> bool:
+        return ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE
+
+    try:
+        settings = read_properties(Path(config_file)) if config_file else {}
+        for text in overrides:
+            key, value = parse_override(text)
+            settings[key] = value
+        shorthand_listener = given("host") or given("port") or given("advertised_host")
+        if shorthand_listener and ("listeners" in settings or "advertised.listeners" in settings):
+            fail("--host/--port/--advertised-host and the listeners settings are two ways to say one thing: use one")
+        if shorthand_listener or "listeners" not in settings:
+            settings["listeners"] = f"PLAINTEXT://{_bracketed(host)}:{port}"
+            if advertised_host:
+                settings["advertised.listeners"] = f"PLAINTEXT://{_bracketed(advertised_host)}:{port}"
+        if given("data_dir") or ("log.dirs" not in settings and "log.dir" not in settings):
+            settings.pop("log.dir", None)
+            settings["log.dirs"] = data_dir
+        if given("auto_create_topics") or "auto.create.topics.enable" not in settings:
+            settings["auto.create.topics.enable"] = str(auto_create_topics).lower()
+        if given("num_partitions") or "num.partitions" not in settings:
+            settings["num.partitions"] = str(num_partitions)
+        if given("transaction_max_timeout_ms") or "transaction.max.timeout.ms" not in settings:
+            settings["transaction.max.timeout.ms"] = str(transaction_max_timeout_ms)
+        interval = "transaction.abort.timed.out.transaction.cleanup.interval.ms"
+        if given("transaction_abort_interval_ms") or interval not in settings:
+            settings[interval] = str(transaction_abort_interval_ms)
+        if log_cleaner_io_max_bytes_per_second is not None:
+            settings["log.cleaner.io.max.bytes.per.second"] = str(log_cleaner_io_max_bytes_per_second)
+        serve_settings = load(settings, fsync=fsync == "always")
+    except KafkaLiteError as exc:
+        fail(str(exc))
+    data = serve_settings.broker.data_dir
+    if data is not None and data.exists() and not data.is_dir():
+        fail(f"cannot use --data-dir {data}: it is a file, not a directory")
     http = None if no_http else (http_host, http_port)
     try:
-        run(_serve(config, host, port, advertised_host, http))
+        run(_serve(serve_settings, http))
     except KafkaLiteError as exc:
         fail(str(exc))
     except _ListenError as exc:
         fail(str(exc))
     except OSError as exc:
-        if exc.filename is not None:  # the data directory (or a file in it), not the listening socket
-            fail(f"cannot use --data-dir {data_dir}: {exc.filename}: {exc.strerror or exc}")
-        fail(f"cannot serve on {host}:{port}: {exc.strerror or exc}")
+        if exc.filename is not None:  # the data directory (or a file in it), not a listening socket
+            fail(f"cannot use --data-dir {data}: {exc.filename}: {exc.strerror or exc}")
+        fail(f"cannot serve: {exc.strerror or exc}")
+
+
+def _bracketed(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
 
 
 def _raise_open_file_limit() -> None:
@@ -140,9 +183,7 @@ class _ListenError(Exception):
     """A listener could not bind: one line for the user."""
 
 
-async def _serve(
-    config: BrokerConfig, host: str, port: int, advertised_host: str | None, http: tuple[str, int] | None
-) -> None:
+async def _serve(settings: ServeSettings, http: tuple[str, int] | None) -> None:
     from kafkalite.broker import Broker
     from kafkalite.server import KafkaServer
 
@@ -151,17 +192,25 @@ async def _serve(
     for signum in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(signum, stop.set)
+    config = settings.broker
     async with Broker(config=config) as broker:
-        server = KafkaServer(broker, host, port, advertised_host=advertised_host)
+        server = KafkaServer(
+            broker,
+            listeners=settings.listeners,
+            security_settings=settings.security,
+            max_frame_bytes=settings.max_frame_bytes,
+        )
         try:
             await server.start()
         except OSError as exc:
-            raise _ListenError(f"cannot serve on {host}:{port}: {exc.strerror or exc}") from None
+            addresses = ", ".join(f"{listener.host}:{listener.port}" for listener in settings.listeners)
+            raise _ListenError(f"cannot serve on {addresses}: {exc.strerror or exc}") from None
         console = None
         if http is not None:
             from kafkalite.http import HttpServer  # only when asked: aiohttp and friends cost start-up time
 
-            console = HttpServer(broker, http[0], http[1], listeners=[f"kafka://{server.bootstrap}"])
+            kafka = [f"kafka://{server.bootstrap_of(listener.name)}" for listener, _ in server.listeners]
+            console = HttpServer(broker, http[0], http[1], listeners=kafka)
             try:
                 await console.start()
             except OSError as exc:
@@ -170,7 +219,10 @@ async def _serve(
         where = config.data_dir if config.data_dir is not None else "memory only"
         fsync = "fsync before acks=all" if config.fsync else "no fsync"
         web = f"; console {console.url}" if console is not None else ""
-        print(f"KafkaLite ready on {server.advertised_host}:{server.port} (data: {where}, {fsync}){web}", flush=True)
+        # The first line keeps one format whatever the listeners (scripts parse it); each listener follows.
+        print(f"KafkaLite ready on {server.bootstrap} (data: {where}, {fsync}){web}", flush=True)
+        for listener, _ in server.listeners:
+            print(f"KafkaLite listener {listener.name} on {server.bootstrap_of(listener.name)}", flush=True)
         await stop.wait()
         if console is not None:
             console.kafka_ready = False  # /readyz says 503 from the first moment of the shutdown

@@ -112,13 +112,26 @@ def build(cls: type[Any], fields: dict[str, Any]) -> Any:
 class ApiSchema:
     """The request and response classes of one (api_key, version), and their codecs."""
 
-    __slots__ = ("_module", "_plan", "_read", "_write", "api_key", "request_type", "response_header_version", "version")
+    __slots__ = (
+        "_module",
+        "_plan",
+        "_read",
+        "_read_response",
+        "_write",
+        "api_key",
+        "request_type",
+        "response_header_version",
+        "response_type",
+        "version",
+    )
 
     def __init__(self, api_key: int, version: int) -> None:
         self.api_key = api_key
         self.version = version
         self.request_type: type[Any] = load_request_schema(api_key, version)
         response_type: type[Any] = load_response_schema(api_key, version)
+        self.response_type = response_type
+        self._read_response: Callable[[bytes, int], tuple[Any, int]] | None = None
         self._module = sys.modules[response_type.__module__]
         self.response_header_version: int = response_type.__header_schema__.__version__
         self._read = entity_reader(self.request_type)
@@ -159,6 +172,13 @@ class ApiSchema:
         buffer = io.BytesIO()
         self._write(buffer, response)
         return buffer.getvalue()
+
+    def decode_response_body(self, body: bytes) -> Any:
+        """A response body (as `encode_body` wrote it) read back into its kio class."""
+        if self._read_response is None:
+            self._read_response = entity_reader(self.response_type)
+        response, _ = self._read_response(body, 0)
+        return response
 
     def encode_response(self, correlation_id: int, response: Any) -> bytes:
         """The response frame; `response` is a kio response, or its body already encoded (`bytes`)."""

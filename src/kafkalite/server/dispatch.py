@@ -14,19 +14,28 @@ escaping a handler means "close this connection" and is logged by the connection
 A handler whose answer must wait for the disk (Produce with acks=-1) returns `AfterDurable(awaitable)` once its state
 change is made: `dispatch` then returns a coroutine that awaits it and encodes the response, and the connection loop
 writes that answer in its place in the request order while it goes on with the next request (see `server.server`).
+
+Security, when the connection has a `Session`: a request its SASL state does not allow yet closes the connection;
+with an authorizer configured, `Authorizer.check_request` is called once per request and its verdict shapes the
+request and answer (`server.authorization`), so no handler checks ACLs; with a byte-rate quota configured, Produce
+and Fetch are counted against it and a throttled answer carries throttle_time_ms (`_with_quota`). Without any of
+these the request path is the one above, plus two attribute checks.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import datetime
+import logging
 import types
 import typing
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from time import perf_counter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
-from kafkalite.errors import ProtocolError
+from kafkalite.errors import ProtocolError, UnknownTopicError
 from kafkalite.protocol.messages import ApiSchema, api_schema
 from kafkalite.protocol.wire import (
     ApiKey,
@@ -35,10 +44,17 @@ from kafkalite.protocol.wire import (
     decode_request_header,
     peek_request,
 )
+from kafkalite.security.quotas import FETCH_RATE, PRODUCE_RATE
+from kafkalite.server.authorization import completed, narrowed, refusal
 from kafkalite.stats import ApiStats
 
 if TYPE_CHECKING:
     from kafkalite.broker import Broker
+    from kafkalite.security.service import Security
+    from kafkalite.security.session import Session
+    from kafkalite.security.settings import SecuritySettings
+
+log = logging.getLogger("kafkalite.server")
 
 Handler = Callable[["RequestContext", Any], Awaitable[Any]]
 
@@ -111,6 +127,8 @@ class RequestContext:
     header: RequestHeader
     schema: ApiSchema
     client_host: str = ""
+    session: Session | None = None  # the connection's security state (None: a bare dispatch, as in unit tests)
+    security: Security | None = None
 
     @property
     def version(self) -> int:
@@ -122,19 +140,28 @@ class RequestContext:
 
 
 async def dispatch(
-    broker: Broker, server: ServerInfo, frame: bytes, client_host: str = ""
+    broker: Broker,
+    server: ServerInfo,
+    frame: bytes,
+    client_host: str = "",
+    *,
+    session: Session | None = None,
+    security: Security | None = None,
 ) -> bytes | PendingResponse | None:
     """Decode one request frame, run its handler and return the response frame (None: no response is due), or, when
     the handler answered `AfterDurable`, a coroutine that returns the frame once the answer may leave.
 
     Raises `ProtocolError` for unknown API keys, unsupported versions (except ApiVersions, which gets the v0
-    fallback reply) and undecodable bytes.
+    fallback reply), undecodable bytes, and requests the connection's SASL state does not allow yet.
     """
     began = perf_counter()
     api_key, version, correlation_id = peek_request(frame)
     registration = _registry.get(api_key)
     if registration is None:
         raise ProtocolError(f"unknown api_key {api_key} (v{version})")
+    if session is not None and not session.allows(api_key):
+        state = "after its session expired" if session.expired else "before SASL authentication"
+        raise ProtocolError(f"api_key {api_key} sent {state}")
     if version not in registration.versions:
         if api_key == ApiKey.API_VERSIONS:
             return api_versions_fallback(correlation_id, supported_ranges())
@@ -144,7 +171,16 @@ async def dispatch(
     request = schema.decode(frame, offset)
     stats = broker.stats.requests.apis.get(api_key) or broker.stats.requests.api(api_key, registration.name)
     stats.requests += 1
-    response = await registration.handler(RequestContext(broker, server, header, schema, client_host), request)
+    ctx = RequestContext(broker, server, header, schema, client_host, session, security)
+    if session is None or security is None or not security.authorizer.enabled:
+        response = await registration.handler(ctx, request)
+    else:
+        response = await _authorized(ctx, registration.handler, request, session, security)
+    if security is not None and session is not None and api_key in _QUOTA_KEYS and security.quotas.enforced:
+        answer = _with_quota(ctx, frame, response, session, security, stats, began)
+        if type(answer) is bytes or answer is None:
+            stats.latency.observe(perf_counter() - began)
+        return answer
     if response is None:
         stats.latency.observe(perf_counter() - began)
         return None
@@ -207,3 +243,95 @@ def _plan(entity: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
                 children.append(field.name)
                 break
     return tuple(errors), tuple(children)
+
+
+_QUOTA_KEYS: Final = frozenset((ApiKey.PRODUCE, ApiKey.FETCH))
+
+
+def _with_quota(
+    ctx: RequestContext,
+    frame: bytes,
+    response: Any,
+    session: Session,
+    security: Security,
+    stats: ApiStats,
+    began: float,
+) -> bytes | PendingResponse | None:
+    """Count the request (Produce: its frame) or answer (Fetch) against the client's byte-rate quota; over it, the
+    answer carries throttle_time_ms and the connection reads nothing more for that long (KIP-219)."""
+    schema, correlation_id = ctx.schema, ctx.header.correlation_id
+    user, client_id = session.principal.name, ctx.header.client_id or ""
+    now = asyncio.get_running_loop().time()
+    if schema.api_key == ApiKey.PRODUCE:
+        throttle_ms = security.quotas.record(user, client_id, PRODUCE_RATE, len(frame), now)
+        session.mute(throttle_ms, now)
+        if response is None:
+            return None
+        if type(response) is AfterDurable:
+            pending = response.response
+
+            async def throttled_when_durable() -> Any:
+                return _throttled(schema, await pending, throttle_ms)
+
+            return _encode_when_ready(schema, correlation_id, throttled_when_durable(), stats, began)
+        count_errors(response, stats.errors)
+        return schema.encode_response(correlation_id, _throttled(schema, response, throttle_ms))
+    count_errors(response, stats.errors)
+    encoded = schema.encode_response(correlation_id, response)
+    throttle_ms = security.quotas.record(user, client_id, FETCH_RATE, len(encoded), now)
+    if not throttle_ms:
+        return encoded
+    session.mute(throttle_ms, now)
+    return schema.encode_response(correlation_id, _throttled(schema, response, throttle_ms))
+
+
+def _throttled(schema: ApiSchema, response: Any, throttle_ms: int) -> Any:
+    if not throttle_ms:
+        return response
+    if type(response) is bytes:
+        response = schema.decode_response_body(response)
+    return dataclasses.replace(response, throttle_time=datetime.timedelta(milliseconds=throttle_ms))
+
+
+async def _authorized(ctx: RequestContext, handler: Handler, request: Any, session: Session, security: Security) -> Any:
+    """The one authorization check of a request (see `server.authorization` for how a verdict shapes the answer)."""
+
+    def topic_names(topic_id: Any) -> str | None:
+        try:
+            return ctx.broker.topic_by_id(topic_id).name
+        except (UnknownTopicError, TypeError):
+            return None
+
+    principal, host = session.principal, session.host
+    verdict = security.authorizer.check_request(principal, host, ctx.schema.api_key, request, topic_names)
+    if verdict.allowed:
+        return await handler(ctx, request)
+    if verdict.refused is not None:
+        if getattr(request, "acks", None) == 0:
+            raise ProtocolError("acks=0 produce refused by the authorizer; closing the connection to signal it")
+        return refusal(ctx.schema, request, verdict.refused)
+    response = await handler(ctx, narrowed(request, verdict, topic_names))
+    if response is None:
+        if verdict.items:
+            raise ProtocolError("acks=0 produce refused by the authorizer; closing the connection to signal it")
+        return None
+
+    def complete(answer: Any) -> Any:
+        return completed(ctx.schema, answer, request, verdict, security, principal, host, topic_names)
+
+    if type(response) is AfterDurable:
+        pending = response.response
+
+        async def complete_when_durable() -> Any:
+            return complete(await pending)
+
+        return AfterDurable(complete_when_durable())
+    return complete(response)
+
+
+async def failed_authentication(session: Session, peer: str, settings: SecuritySettings) -> None:
+    """What every refused login gets: a log line with the peer, a delay (connection.failed.authentication.delay.ms)
+    so that guessing is slow, then the connection closes after the answer. No hint about which part was wrong."""
+    log.warning("Failed authentication with %s (SASL mechanism %s)", peer, session.mechanism or "none")
+    session.close_after_answer = True
+    await asyncio.sleep(settings.failed_authentication_delay_ms / 1000)

@@ -24,6 +24,15 @@ waits behind a request that blocks, such as a Fetch long poll) or when `_COALESC
 `_COALESCE_MAX_BYTES`, have collected. Order is unchanged (they are written before anything queued after them) and
 backpressure too (`drain()` after each answer, which sees a big answer at once).
 
+Listeners: one asyncio server per `security.settings.Listener` (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL), each with
+the address Metadata tells clients on it. TLS listeners are bound with their `TlsContextSource`'s context (the
+handshake happens before `_accept`; the certificate subject becomes the principal). Each connection gets a
+`security.Session`: on SASL listeners it is unauthenticated until SaslHandshake/SaslAuthenticate succeed (or raw
+tokens after a v0 handshake, handled here in `_raw_token`), frames are capped at `sasl.server.max.receive.size`
+until then, and a refused login closes the connection after its answer. `max.connections` and the per-IP limits
+refuse a connection at accept; `connections.max.idle.ms` closes idle ones (a sweeper task); a quota-throttled
+connection reads nothing until its mute ends (KIP-219).
+
 Any exception from a frame (oversized, undecodable, unknown API key, unsupported version) or from a handler closes
 that one connection with a log line; the listener and every other connection carry on.
 
@@ -36,15 +45,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import socket
-from collections import deque
-from typing import TYPE_CHECKING
+import ssl
+from collections import Counter, deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
 
-from kafkalite.errors import ProtocolError
+from kafkalite.errors import AuthenticationError, ProtocolError
 from kafkalite.protocol.wire import DEFAULT_MAX_FRAME_BYTES, FrameDecoder
+from kafkalite.security.service import Security
+from kafkalite.security.session import Session
+from kafkalite.security.settings import Listener, SecurityProtocol, SecuritySettings
+from kafkalite.security.tls import TlsContextSource
 from kafkalite.server import handlers  # noqa: F401  (importing the package registers every handler)
-from kafkalite.server.dispatch import PendingResponse, ServerInfo, dispatch
+from kafkalite.server.dispatch import PendingResponse, ServerInfo, dispatch, failed_authentication
 
 if TYPE_CHECKING:
     from kafkalite.broker import Broker
@@ -56,18 +73,20 @@ MAX_PENDING_RESPONSES = 256  # answers queued per connection before the loop sto
 MAX_PENDING_BYTES = 32 * 1024 * 1024  # ... or bytes of them (Fetch answers can be large)
 _COALESCE_MAX = 64  # ready answers collected before they are written without waiting for the loop to yield
 _COALESCE_MAX_BYTES = _READ_CHUNK  # ... or bytes of them: a big answer goes out before `drain()` so it counts there
+_TLS_HANDSHAKE_TIMEOUT_S: Final = 10.0
 
 
 class _Connection:
-    """One client connection; `busy` while a request is being served."""
+    """One client connection; `busy` while a request is being served; `last_active`: loop time of its last read."""
 
-    __slots__ = ("busy", "host", "peer", "task")
+    __slots__ = ("busy", "host", "last_active", "peer", "task")
 
     def __init__(self, host: str, port: int, task: asyncio.Task[None]) -> None:
         self.host = host
         self.peer = f"{host}:{port}"
         self.task = task
         self.busy = False
+        self.last_active = asyncio.get_running_loop().time()
 
 
 class _OrderedResponses:
@@ -173,8 +192,35 @@ class _OrderedResponses:
             self._queued_bytes = 0
 
 
+@dataclass(slots=True)
+class _Bound:
+    """One listener: its settings, its socket server once started, and what handlers are told about it."""
+
+    listener: Listener
+    port: int
+    tls: TlsContextSource | None
+    info: ServerInfo
+    server: asyncio.Server | None = None
+
+    @property
+    def advertised_host(self) -> str:
+        if self.listener.advertised_host is not None:
+            return self.listener.advertised_host
+        host = self.listener.host
+        return "127.0.0.1" if host in ("", "0.0.0.0", "::") else host
+
+    @property
+    def advertised_port(self) -> int:
+        return self.port if self.listener.advertised_port is None else self.listener.advertised_port
+
+
 class KafkaServer:
-    """A Kafka wire-protocol listener in front of one `Broker`."""
+    """A Kafka wire-protocol server in front of one `Broker`, on one or more listeners.
+
+    `host`/`port` (and `advertised_*`) are the one-PLAINTEXT-listener shorthand; `listeners` replaces them with
+    Kafka-style listeners (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL), and `security` holds the broker-wide settings
+    and the credential and ACL stores (made from `security_settings` and the broker's data directory when not given).
+    """
 
     def __init__(
         self,
@@ -184,66 +230,136 @@ class KafkaServer:
         *,
         advertised_host: str | None = None,
         advertised_port: int | None = None,
+        listeners: Sequence[Listener] | None = None,
+        security_settings: SecuritySettings | None = None,
+        security: Security | None = None,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         shutdown_grace_s: float = 10.0,
     ) -> None:
         self.broker = broker
-        self.host = host
-        self.port = port
-        self._advertised_host = advertised_host
-        self._advertised_port = advertised_port
+        if listeners is None:
+            listeners = (
+                Listener("PLAINTEXT", SecurityProtocol.PLAINTEXT, host, port, advertised_host, advertised_port),
+            )
+        if not listeners:
+            raise ValueError("a server needs at least one listener")
+        if security is None:
+            security = Security(
+                security_settings or SecuritySettings(), broker.config.data_dir, fsync=broker.config.fsync
+            )
+        self.security = security
+        self._bound = [
+            _Bound(
+                listener,
+                listener.port,
+                None if listener.tls is None else TlsContextSource(listener.tls),
+                ServerInfo(broker.node_id, "", 0),
+            )
+            for listener in listeners
+        ]
         self.max_frame_bytes = max_frame_bytes
         self.shutdown_grace_s = shutdown_grace_s
-        self._server: asyncio.Server | None = None
+        for bound in self._bound:
+            bound.info = self._server_info(bound)
         self._connections: set[_Connection] = set()
+        self._per_host: Counter[str] = Counter()
         self._closing = False
-        self._info = self._server_info()
+        self._sweeper: asyncio.Task[None] | None = None
+
+    @property
+    def host(self) -> str:
+        return self._bound[0].listener.host
+
+    @property
+    def port(self) -> int:
+        """The first listener's port (after `start()`, the one the kernel picked for port 0)."""
+        return self._bound[0].port
 
     @property
     def advertised_host(self) -> str:
-        """The host clients are told to connect to (Metadata, FindCoordinator)."""
-        if self._advertised_host is not None:
-            return self._advertised_host
-        return "127.0.0.1" if self.host in ("", "0.0.0.0", "::") else self.host
+        """The host clients are told to connect to (Metadata, FindCoordinator), on the first listener."""
+        return self._bound[0].advertised_host
 
     @property
     def advertised_port(self) -> int:
-        return self.port if self._advertised_port is None else self._advertised_port
+        return self._bound[0].advertised_port
 
-    def _server_info(self) -> ServerInfo:
+    def _server_info(self, bound: _Bound) -> ServerInfo:
+        """What handlers on `bound` are told: its advertised address, and the server's own Kafka settings."""
         settings = (
-            ("listeners", f"PLAINTEXT://{self.host}:{self.port}"),
-            ("advertised.listeners", f"PLAINTEXT://{self.bootstrap}"),
+            ("listeners", ",".join(f"{b.listener.name}://{b.listener.host}:{b.port}" for b in self._bound)),
+            (
+                "advertised.listeners",
+                ",".join(f"{b.listener.name}://{b.advertised_host}:{b.advertised_port}" for b in self._bound),
+            ),
             ("socket.request.max.bytes", str(self.max_frame_bytes)),
         )
-        return ServerInfo(self.broker.node_id, self.advertised_host, self.advertised_port, settings)
+        return ServerInfo(self.broker.node_id, bound.advertised_host, bound.advertised_port, settings)
 
     @property
     def bootstrap(self) -> str:
-        """`host:port` for a client's bootstrap.servers."""
+        """`host:port` for a client's bootstrap.servers (the first listener)."""
         return f"{self.advertised_host}:{self.advertised_port}"
 
+    def bootstrap_of(self, listener_name: str) -> str:
+        """`host:port` of the listener named `listener_name` (e.g. "SASL_SSL")."""
+        for bound in self._bound:
+            if bound.listener.name == listener_name.upper():
+                return f"{bound.advertised_host}:{bound.advertised_port}"
+        raise KeyError(f"no listener named {listener_name}")
+
+    @property
+    def listeners(self) -> list[tuple[Listener, int]]:
+        """Each listener with the port it is bound to."""
+        return [(bound.listener, bound.port) for bound in self._bound]
+
     async def start(self) -> None:
-        """Bind and start accepting; with port 0 the kernel picks a free port, readable from `.port` afterwards."""
-        self._server = await asyncio.start_server(self._accept, self.host, self.port, limit=_READ_CHUNK)
-        self.port = self._server.sockets[0].getsockname()[1]
-        self._info = self._server_info()
-        log.info("Listening on %s:%d (advertised %s)", self.host, self.port, self.bootstrap)
+        """Bind every listener and start accepting; with port 0 the kernel picks a free port (see `.listeners`)."""
+        try:
+            for bound in self._bound:
+                bound.server = await asyncio.start_server(
+                    functools.partial(self._accept, bound),
+                    bound.listener.host or None,
+                    bound.port,
+                    limit=_READ_CHUNK,
+                    ssl=None if bound.tls is None else bound.tls.server_context,
+                    ssl_handshake_timeout=None if bound.tls is None else _TLS_HANDSHAKE_TIMEOUT_S,
+                )
+                bound.port = bound.server.sockets[0].getsockname()[1]
+                bound.info = self._server_info(bound)
+                log.info(
+                    "Listening on %s://%s:%d (advertised %s:%d)",
+                    bound.listener.name,
+                    bound.listener.host,
+                    bound.port,
+                    bound.advertised_host,
+                    bound.advertised_port,
+                )
+        except BaseException:
+            for bound in self._bound:
+                if bound.server is not None:
+                    bound.server.close()
+            raise
+        idle_ms = self.security.settings.connections_max_idle_ms
+        if idle_ms > 0:
+            self._sweeper = asyncio.get_running_loop().create_task(self._close_idle(idle_ms / 1000))
 
     async def serve_forever(self) -> None:
-        if self._server is None:
+        if self._bound[0].server is None:
             await self.start()
-        assert self._server is not None
         with contextlib.suppress(asyncio.CancelledError):
-            await self._server.serve_forever()
+            await asyncio.gather(*(b.server.serve_forever() for b in self._bound if b.server is not None))
 
     async def close(self) -> None:
         """Stop accepting, finish in-flight requests, close every connection."""
         if self._closing:
             return
         self._closing = True
-        if self._server is not None:
-            self._server.close()
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+        for bound in self._bound:
+            if bound.server is not None:
+                bound.server.close()
         self.broker.interrupt_long_polls()
         for connection in list(self._connections):
             if not connection.busy:
@@ -254,9 +370,10 @@ class KafkaServer:
             for task in pending:
                 task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
-        if self._server is not None:
-            await self._server.wait_closed()
-        log.info("Stopped listening on %s:%d", self.host, self.port)
+        for bound in self._bound:
+            if bound.server is not None:
+                await bound.server.wait_closed()
+                log.info("Stopped listening on %s://%s:%d", bound.listener.name, bound.listener.host, bound.port)
 
     async def __aenter__(self) -> KafkaServer:
         await self.start()
@@ -265,27 +382,55 @@ class KafkaServer:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _close_idle(self, idle_s: float) -> None:
+        """connections.max.idle.ms: close connections that neither sent a request nor wait for an answer."""
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(min(max(idle_s / 4, 0.05), 5.0))
+            deadline = loop.time() - idle_s
+            for connection in list(self._connections):
+                if not connection.busy and connection.last_active < deadline:
+                    log.debug("Closing connection from %s idle for over %.0f ms", connection.peer, idle_s * 1000)
+                    connection.task.cancel()
+
+    def _admit(self, host: str) -> str | None:
+        """Why a new connection from `host` is refused (max.connections, max.connections.per.ip), or None."""
+        settings = self.security.settings
+        if len(self._connections) >= settings.max_connections:
+            return f"max.connections={settings.max_connections} reached"
+        limit = settings.max_connections_per_ip_overrides.get(host, settings.max_connections_per_ip)
+        if self._per_host[host] >= limit:
+            return f"max.connections.per.ip={limit} reached for {host}"
+        return None
+
+    async def _accept(self, bound: _Bound, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         host, port = writer.get_extra_info("peername", ("?", 0))[:2]
         task = asyncio.current_task()
         assert task is not None
         connection = _Connection(host, port, task)
         peer = connection.peer
-        if self._closing:
+        refusal = "the server is closing" if self._closing else self._admit(host)
+        if refusal is not None:
+            log.warning("Refusing connection from %s: %s", peer, refusal)
             writer.close()
             return
         self._connections.add(connection)
         stats = self.broker.stats.requests
         stats.connections_open += 1
         stats.connections_total += 1
+        self._per_host[host] += 1
         sock = writer.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         try:
-            await self._serve(connection, reader, writer)
+            peercert = writer.get_extra_info("peercert") if bound.tls is not None else None
+            session = self.security.session(bound.listener.protocol, host, peercert)
+            await self._serve(connection, bound, session, reader, writer)
         except ProtocolError as e:
             log.warning("Closing connection from %s: %s", peer, e)
-        except (ConnectionError, asyncio.IncompleteReadError):
+        except ssl.SSLError as e:
+            log.warning("Closing connection from %s: TLS error (%s)", peer, e.reason or e)
+        except (ConnectionError, asyncio.IncompleteReadError, TimeoutError):
             log.debug("Connection from %s dropped", peer)
         except asyncio.CancelledError:
             pass
@@ -295,13 +440,25 @@ class KafkaServer:
             self._connections.discard(connection)
             stats.connections_open -= 1
             stats.connections_closed += 1
+            self._per_host[host] -= 1
+            if not self._per_host[host]:
+                del self._per_host[host]
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
 
-    async def _serve(self, connection: _Connection, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        decoder = FrameDecoder(self.max_frame_bytes)
+    async def _serve(
+        self,
+        connection: _Connection,
+        bound: _Bound,
+        session: Session,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+    ) -> None:
+        sasl = bound.listener.protocol.uses_sasl
+        decoder = FrameDecoder(session.max_frame_bytes(self.max_frame_bytes))
         responses = _OrderedResponses(writer)
+        loop = asyncio.get_running_loop()
         try:
             while not self._closing:
                 frame = decoder.next_frame()
@@ -313,10 +470,33 @@ class KafkaServer:
                                 "Connection from %s closed mid-frame (%d bytes)", connection.peer, decoder.buffered
                             )
                         return
+                    connection.last_active = loop.time()
                     decoder.feed(data)
                     continue
+                if session.muted_until and (wait := session.muted_until - loop.time()) > 0:
+                    await asyncio.sleep(wait)  # throttled by a quota: the client's next request waits (KIP-219)
                 connection.busy = True
-                await responses.put(await dispatch(self.broker, self._info, frame, connection.host))
+                if sasl and session.raw_tokens:
+                    await responses.put(await self._raw_token(session, frame, connection.peer))
+                else:
+                    await responses.put(
+                        await dispatch(
+                            self.broker, bound.info, frame, connection.host, session=session, security=self.security
+                        )
+                    )
                 connection.busy = False
+                if session.close_after_answer:
+                    return
+                if sasl:
+                    decoder.max_frame_bytes = session.max_frame_bytes(self.max_frame_bytes)
         finally:
             await responses.close()
+
+    async def _raw_token(self, session: Session, token: bytes, peer: str) -> bytes | None:
+        """A SASL token in the legacy framing (after SaslHandshake v0): the challenge, size-prefixed, no header."""
+        try:
+            challenge = await session.authenticate(token)
+        except AuthenticationError:
+            await failed_authentication(session, peer, self.security.settings)
+            return None
+        return len(challenge).to_bytes(4, "big") + challenge
