@@ -53,14 +53,14 @@ async def test_a_presented_id_that_was_never_handed_out_gets_a_new_one(broker: k
 
 async def test_ids_seen_near_the_end_of_the_range_are_ignored_not_overflowed() -> None:
     ids = ProducerIds(None, _saved)
-    producer_id, _ = await ids.init_producer_id(-1, -1, highest_seen=MAX_PRODUCER_ID)
+    producer_id, _ = await ids.init_producer_id(-1, -1, highest_seen=lambda: MAX_PRODUCER_ID)
     assert producer_id == 0
     assert ids.limit == BLOCK
 
 
 async def test_a_saved_limit_out_of_range_is_ignored() -> None:
     ids = ProducerIds(MAX_PRODUCER_ID + 1000, _saved)  # what the allocator once saved after a hostile batch
-    producer_id, _ = await ids.init_producer_id(-1, -1, highest_seen=41)
+    producer_id, _ = await ids.init_producer_id(-1, -1, highest_seen=lambda: 41)
     assert producer_id == 42
 
 

@@ -542,7 +542,7 @@ class Broker:
                     f"InitProducerId of {transactional_id}: {error_name(result.error)}", result.error
                 )
             return result.producer_id, result.producer_epoch
-        return await self._producer_ids.init_producer_id(producer_id, producer_epoch, self._highest_producer_id())
+        return await self._producer_ids.init_producer_id(producer_id, producer_epoch, self._highest_producer_id)
 
     def _highest_producer_id(self) -> int:
         highest = max((p.producers.max_producer_id() for t in self.topics.values() for p in t.partitions), default=-1)
@@ -556,7 +556,7 @@ class Broker:
         return TransactionLog(self.topics[TRANSACTION_STATE_TOPIC].partitions[0], fsync=self.config.fsync)
 
     async def _allocate_producer_id(self) -> int:
-        return await self._producer_ids.allocate(self._highest_producer_id())
+        return await self._producer_ids.allocate(self._highest_producer_id)
 
     def _producer_id_limit(self) -> int:
         return self._producer_ids.limit

@@ -41,19 +41,25 @@ class ProducerIds:
         """Every producer id this broker ever handed out is below this."""
         return self._limit
 
-    async def init_producer_id(self, producer_id: int, producer_epoch: int, highest_seen: int) -> tuple[int, int]:
-        """(producer id, epoch) for an idempotent InitProducerId; `highest_seen` is the largest id known."""
+    async def init_producer_id(
+        self, producer_id: int, producer_epoch: int, highest_seen: Callable[[], int]
+    ) -> tuple[int, int]:
+        """(producer id, epoch) for an idempotent InitProducerId; `highest_seen()` is the largest id known."""
         if 0 <= producer_id < self._limit and 0 <= producer_epoch < MAX_EPOCH:
             return producer_id, producer_epoch + 1
         return await self.allocate(highest_seen), 0
 
-    async def allocate(self, highest_seen: int) -> int:
-        """A producer id never handed out before (the block's end is saved before any id of it is used)."""
+    async def allocate(self, highest_seen: Callable[[], int]) -> int:
+        """A producer id never handed out before (the block's end is saved before any id of it is used).
+
+        `highest_seen()` (a scan of every partition's producer table) is asked only when a new block starts, once
+        per `BLOCK` ids: every id in the logs is below `limit` anyway, unless the ids file was lost."""
         if self._next >= self._limit:
-            if highest_seen >= _HIGHEST_START:
-                logger.warning("Ignoring producer id %d found in the logs: no block of ids can follow it", highest_seen)
-                highest_seen = -1
-            start = max(self._limit, highest_seen + 1)
+            highest = highest_seen()
+            if highest >= _HIGHEST_START:
+                logger.warning("Ignoring producer id %d found in the logs: no block of ids can follow it", highest)
+                highest = -1
+            start = max(self._limit, highest + 1)
             if start > _HIGHEST_START:
                 raise KafkaLiteError("every producer id has been handed out")
             await self._save_limit(start + BLOCK)
