@@ -27,22 +27,39 @@ from kafkalite.server.handlers._common import (
     topic_name_by_id,
 )
 
+_MAX_CACHED_LISTS = 64
+_partition_lists: dict[tuple[int, int, int], tuple[Any, ...]] = {}
+
+
+def _partitions(ctx: RequestContext, count: int) -> tuple[Any, ...]:
+    """The answer's partitions 0..count-1, all led by this broker. They depend on nothing but the version, the node
+    and the count, and kio's entities are immutable, so one tuple serves every topic of that size: an all-topics
+    Metadata answer no longer builds one kio object per partition per request."""
+    node = ctx.server.node_id
+    key = (ctx.version, node, count)
+    cached = _partition_lists.get(key)
+    if cached is None:
+        cached = tuple(
+            ctx.build(
+                "MetadataResponsePartition",
+                error_code=0,
+                partition_index=index,
+                leader_id=node,
+                leader_epoch=-1,
+                replica_nodes=[node],
+                isr_nodes=[node],
+                offline_replicas=[],
+            )
+            for index in range(count)
+        )
+        if len(_partition_lists) >= _MAX_CACHED_LISTS:
+            _partition_lists.clear()
+        _partition_lists[key] = cached
+    return cached
+
 
 def _topic(ctx: RequestContext, topic: Topic) -> Any:
-    node = ctx.server.node_id
-    partitions = [
-        ctx.build(
-            "MetadataResponsePartition",
-            error_code=0,
-            partition_index=p.index,
-            leader_id=node,
-            leader_epoch=-1,
-            replica_nodes=[node],
-            isr_nodes=[node],
-            offline_replicas=[],
-        )
-        for p in topic.partitions
-    ]
+    partitions = _partitions(ctx, len(topic.partitions))
     return _topic_entry(ctx, 0, topic.name, topic.topic_id, topic.is_internal, partitions)
 
 
