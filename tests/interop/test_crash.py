@@ -10,11 +10,12 @@ from __future__ import annotations
 import random
 import threading
 import time
+from functools import partial
 
 import confluent_kafka
 import pytest
 
-from .clients import WAIT_S, Confluent, Deliveries, assert_acked_exactly_once
+from .clients import WAIT_S, Confluent, Deliveries, assert_acked_exactly_once, until
 from .conftest import Serve
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(180)]
@@ -44,6 +45,10 @@ class Sender(threading.Thread):
                 self.producer.poll(0)
 
 
+def sent_more(sender: Sender, than: int) -> bool:
+    return sender.sent > than
+
+
 def test_acknowledged_records_survive_kill_9(serve: Serve) -> None:
     broker = serve("--num-partitions", str(PARTITIONS))
     rng = random.Random()
@@ -66,7 +71,9 @@ def test_acknowledged_records_survive_kill_9(serve: Serve) -> None:
         sender.start()
         time.sleep(rng.uniform(0.3, 1.5))
         broker.kill()
-        time.sleep(0.05)
+        # The sender may be serving a burst of delivery reports when the kill comes; it stops only once it has
+        # sent more records after the kill, so some records were surely in flight or queued against a dead broker.
+        until(partial(sent_more, sender, sender.sent + 100), "the sender to go on sending after the kill")
         sender.stop.set()
         sender.join(WAIT_S)
         producer.flush(WAIT_S)  # what was queued or in flight fails (or was acknowledged just before the kill)

@@ -25,7 +25,7 @@ from kafkalite.protocol.records import (
 )
 from kafkalite.storage import Log, LogConfig, PartitionLog
 from kafkalite.storage.compaction_policy import dirtiest, is_due
-from kafkalite.storage.compactor import CleaningContext, Throttle
+from kafkalite.storage.compactor import MIN_SHARE, CleaningContext, Throttle
 
 from .compaction_kit import COMPACTED, clean, latest_per_key, open_log, put, read_all, records_of
 from .logkit import FakeClock
@@ -362,23 +362,48 @@ def test_a_full_offset_map_ends_the_cleaning_early_and_the_next_one_goes_on(
     log.close()
 
 
-def test_the_throttle_bounds_the_rate_and_yields_without_a_bound() -> None:
+def test_the_throttle_bounds_the_rate() -> None:
     now = [0.0]
-    sleeps: list[float] = []
 
     def sleep(seconds: float) -> None:
-        sleeps.append(seconds)
         now[0] += seconds
 
-    throttle = Throttle(1_000_000, clock=lambda: now[0], sleep=sleep)
+    throttle = Throttle(1_000_000, clock=lambda: now[0], cpu_clock=lambda: 0.0, sleep=sleep)
     for _ in range(10):
         throttle.consume(500_000)
     assert now[0] == pytest.approx(5.0)  # 5 MB at 1 MB/s
     with pytest.raises(ValueError, match="positive"):
         Throttle(0)
-    sleeps.clear()
-    free = Throttle(None, clock=lambda: now[0], sleep=sleep)
-    free.consume(10)
-    now[0] += 0.002
-    free.consume(10)
-    assert sleeps == [0]  # the GIL handed back once its millisecond was up, not at every batch
+
+
+def _run_throttle(reacquire_s: float, steps: int) -> tuple[list[float], float]:
+    """A cleaner doing 1 ms of CPU work per batch; each GIL hand-back costs `reacquire_s` of wall time before the
+    thread runs again. Returns the sleeps and the cleaner's share of the wall time."""
+    wall, cpu = [0.0], [0.0]
+    sleeps: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+        wall[0] += seconds + reacquire_s
+
+    throttle = Throttle(None, clock=lambda: wall[0], cpu_clock=lambda: cpu[0], sleep=sleep)
+    for _ in range(steps):
+        cpu[0] += 0.001
+        wall[0] += 0.001
+        throttle.consume(100)
+    return sleeps, cpu[0] / wall[0]
+
+
+def test_the_throttle_hands_the_gil_back_after_each_millisecond_of_work() -> None:
+    sleeps, share = _run_throttle(reacquire_s=0.0, steps=100)
+    assert set(sleeps) == {0}
+    assert len(sleeps) >= 95  # all but a window reset
+    assert share == pytest.approx(1.0)
+
+
+def test_a_starved_cleaner_keeps_the_gil_until_it_has_its_share() -> None:
+    """A loop that is never idle wins every race for the GIL (20 ms per hand-back here): a cleaner that always
+    yielded would get 1 ms in 21; this one keeps its floor and still yields when it has it."""
+    sleeps, share = _run_throttle(reacquire_s=0.02, steps=5000)
+    assert MIN_SHARE * 0.95 <= share <= MIN_SHARE * 1.5  # its floor, and no more: the loop still goes first
+    assert len(sleeps) > 500
