@@ -148,7 +148,8 @@ class Consumer:
         self.name = name or f"consumer-{Consumer._next_id}"
         Consumer._next_id += 1
         self.member_id = ""
-        self.generation_id = -1
+        self.generation_id = -1  # the generation that assigned `assignment()`
+        self._joined_generation = -1  # the generation last joined: ahead of generation_id until SyncGroup answers
         self._assignment: tuple[TopicPartition, ...] = ()
         self._positions: dict[TopicPartition, int] = {}
         self._committed: dict[TopicPartition, int] = {}
@@ -424,16 +425,19 @@ class Consumer:
                 self.member_id = joined.member_id or self.member_id
             return False
         self.member_id = joined.member_id
-        self.generation_id = joined.generation_id
+        self._joined_generation = joined.generation_id  # heartbeats while SyncGroup waits keep the member alive
         assignments = None
         if joined.leader_id == joined.member_id:
             assignments = self._compute_assignments({m.member_id: m.metadata for m in joined.members})
-        synced = await self._transport.sync_group(group_id, self.member_id, self.generation_id, assignments)
+        synced = await self._transport.sync_group(group_id, self.member_id, joined.generation_id, assignments)
         if synced.error_code:
             if synced.error_code == 25:
                 self.member_id = ""
             return False
         partitions = decode_assignment(synced.assignment).partitions if synced.assignment else ()
+        # The generation and the partitions it assigns change together: nobody sees a new generation beside the
+        # previous one's partitions (between JoinGroup and SyncGroup the member still owns those of its last one).
+        self.generation_id = joined.generation_id
         self._assign(list(partitions))
         logger.info(
             "%s owns %s in group %s generation %d",
@@ -485,7 +489,7 @@ class Consumer:
     def _heartbeat(self, group_id: str) -> None:
         if self._rejoin_needed or not self.member_id:
             return
-        error = self._transport.heartbeat(group_id, self.member_id, self.generation_id)
+        error = self._transport.heartbeat(group_id, self.member_id, self._joined_generation)
         if error in _REJOIN_ERRORS:
             self._rejoin_needed = True
             if error == 25:
