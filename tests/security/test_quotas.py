@@ -54,6 +54,8 @@ def test_throttle_time_is_kafkas_formula() -> None:
     ("pairs", "key", "value", "message"),
     [
         ([("group", "g")], PRODUCE_RATE, 1.0, "invalid quota entity"),
+        ([(USER, None), (USER, "u")], PRODUCE_RATE, 1.0, "invalid quota entity"),  # the fuzzer's TypeError
+        ([(CLIENT_ID, "c"), (CLIENT_ID, None)], PRODUCE_RATE, 1.0, "invalid quota entity"),
         ([(USER, "u")], "connection_creation_rate", 1.0, "not a quota key"),
         ([("ip", "1.2.3.4"), (USER, "u")], "connection_creation_rate", 1.0, "cannot be combined"),
         ([(USER, "u")], PRODUCE_RATE, -5.0, "positive"),
@@ -90,6 +92,15 @@ async def test_alter_and_describe_client_quotas(server: KafkaServer, version: in
         49, version, entries=[entry("app", PRODUCE_RATE, 1024.0), entry(None, "bogus", 1.0)], validate_only=False
     )
     assert [e.error_code for e in altered.entries] == [0, 42]
+    twice = client.nested(
+        49,
+        version,
+        "EntryData",
+        entity=[client.nested(49, version, "EntityData", entity_type=USER, entity_name=name) for name in ("u", None)],
+        ops=[client.nested(49, version, "OpData", key=PRODUCE_RATE, value=1.0, remove=False)],
+    )
+    refused = await client.request(49, version, entries=[twice], validate_only=False)
+    assert [e.error_code for e in refused.entries] == [42]  # INVALID_REQUEST, and the connection still answers
     component = client.nested(48, version, "ComponentData", entity_type=CLIENT_ID, match_type=0, match="app")
     described = await client.request(48, version, components=[component], strict=True)
     assert described.error_code == 0

@@ -46,7 +46,8 @@ Entity = tuple[tuple[str, str | None], ...]
 
 
 def entity(pairs: Iterable[tuple[str, str | None]]) -> Entity:
-    return tuple(sorted(pairs))
+    """Sorted by type alone: a name may be None, and a type named twice is `check_change`'s to refuse."""
+    return tuple(sorted(pairs, key=lambda pair: pair[0]))
 
 
 class InvalidQuotaError(ValueError):
