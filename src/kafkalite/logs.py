@@ -5,16 +5,31 @@
 Loggers are named `kafkalite.<component>`; the line shows the component alone. INFO tells the story (topics,
 routing decisions, joins, rebalances, dead letters); DEBUG adds per-message detail. Nothing per message is logged at
 INFO on the hot paths.
+
+One line per event, whatever clients send: messages quote client-supplied names (topics, transactional ids, client
+ids), so the formatter escapes control characters in the message (a newline in a topic name cannot forge a second
+log line) and cuts a message past `MAX_MESSAGE_CHARS`, saying how much it left out (a 64 KB name cannot make a
+64 KB line). A traceback, which the formatter appends after the message, keeps its lines.
 """
 
 from __future__ import annotations
 
+import copy
 import logging
 import sys
 from pathlib import Path
 
 LINE_FORMAT = "%(asctime)s | %(levelname)s | %(component)s | %(message)s"
 DATE_FORMAT = "%Y-%m-%d %H:%M:%S"
+MAX_MESSAGE_CHARS = 2048
+_ESCAPES = {code: f"\\x{code:02x}" for code in (*range(0x20), 0x7F) if code != 0x09} | {0x0A: "\\n", 0x0D: "\\r"}
+
+
+def one_line(message: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """`message` with control characters escaped, cut after `limit` characters."""
+    if len(message) > limit:
+        message = f"{message[:limit]}... [{len(message) - limit} more characters]"
+    return message.translate(_ESCAPES)
 
 
 class ComponentFormatter(logging.Formatter):
@@ -24,6 +39,11 @@ class ComponentFormatter(logging.Formatter):
         name = record.name
         record.component = name.removeprefix("kafkalite.") if name.startswith("kafkalite.") else name
         return super().format(record)
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        shown = copy.copy(record)  # other handlers of the record see it unchanged
+        shown.message = one_line(record.message)
+        return super().formatMessage(shown)
 
 
 def configure_logging(level: str | int = "INFO", log_file: str | Path | None = None) -> None:

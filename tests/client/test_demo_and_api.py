@@ -14,6 +14,7 @@ import pytest
 
 import kafkalite
 from kafkalite.demo import DemoSettings, run_demo
+from kafkalite.logs import MAX_MESSAGE_CHARS
 
 ROOT = Path(__file__).resolve().parents[2]
 LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \| (DEBUG|INFO|WARNING|ERROR) \| [\w.-]+ \| .+$")
@@ -68,6 +69,29 @@ def test_configure_logging_uses_the_seed_line_format(capsys: pytest.CaptureFixtu
     assert len(err) == 1
     assert LINE.match(err[0])
     assert err[0].endswith(" | INFO | broker | Routing producer=1 to topic=orders partition=1")
+
+
+def test_a_log_line_stays_one_bounded_line_whatever_a_client_named(capsys: pytest.CaptureFixture[str]) -> None:
+    """A topic name with a newline cannot forge a second line, a 64 KB name cannot make a 64 KB line, and a
+    traceback still shows whole."""
+    kafkalite.configure_logging("INFO")
+    log = logging.getLogger("kafkalite.server")
+    try:
+        log.info("Refused topic=%s", "orders\n2026-01-01 00:00:00 | INFO | broker | forged\x1b[2J")
+        log.info("Refused topic=%s", "s" * 65_536)
+        try:
+            raise ValueError("inside")
+        except ValueError:
+            log.exception("Closing connection after an unexpected error")
+    finally:
+        kafkalite.configure_logging("WARNING")
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].endswith("| server | Refused topic=orders\\n2026-01-01 00:00:00 | INFO | broker | forged\\x1b[2J")
+    assert len(err[1]) < MAX_MESSAGE_CHARS + 100
+    assert err[1].endswith(f"... [{65_536 + len('Refused topic=') - MAX_MESSAGE_CHARS} more characters]")
+    assert err[2].endswith("Closing connection after an unexpected error")
+    assert err[3] == "Traceback (most recent call last):"
+    assert err[-1] == "ValueError: inside"
 
 
 def test_public_api_names_exist_and_are_what_they_say() -> None:
