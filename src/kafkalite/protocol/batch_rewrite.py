@@ -24,8 +24,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 
-from crc32c import crc32c
-
+from kafkalite.protocol.checksum import crc32c
 from kafkalite.protocol.records import (
     ATTR_COMPRESSION_MASK,
     HEADER_SIZE,

@@ -15,9 +15,8 @@ from __future__ import annotations
 import enum
 import struct
 
-from crc32c import crc32c
-
 from kafkalite.errors import CorruptRecordError
+from kafkalite.protocol.checksum import crc32c
 from kafkalite.protocol.records import (
     ATTR_CONTROL,
     ATTR_TRANSACTIONAL,

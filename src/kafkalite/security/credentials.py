@@ -28,8 +28,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-import scramp
-
 from kafkalite.errors import InvalidConfigError, StorageError
 from kafkalite.security import documents
 
@@ -118,6 +116,8 @@ class CredentialStore:
             return
         if mechanism not in SCRAM_MECHANISMS:
             raise InvalidConfigError(f"unknown SASL mechanism {mechanism!r} (one of {', '.join(MECHANISMS)})")
+        import scramp  # only where SCRAM users are made: its asn1crypto imports cost start-up time
+
         salt, stored_key, server_key, _ = scramp.ScramMechanism(mechanism).make_auth_info(password, iterations)
         self.set_scram(user, mechanism, ScramCredential(salt, iterations, stored_key, server_key))
 

@@ -24,8 +24,6 @@ import hmac
 import os
 from typing import Final, Protocol
 
-import scramp
-
 from kafkalite.errors import AuthenticationError
 from kafkalite.security.credentials import MIN_ITERATIONS, SCRAM_MECHANISMS, CredentialStore
 from kafkalite.security.oauthbearer import OAuthBearerServer
@@ -89,6 +87,9 @@ class ScramServer:
         self._store = store
         self._user: str | None = None
         self._known = False
+        import scramp  # on the first SCRAM login, not at start-up (its asn1crypto imports are most of its cost)
+
+        self._scram_error = scramp.ScramException
         self._server = scramp.ScramMechanism(mechanism).make_server(self._auth_info)
         self._round = 0
         self.principal: Principal | None = None
@@ -129,7 +130,7 @@ class ScramServer:
                 final = str(self._server.get_server_final()).encode()
                 self.principal = Principal(USER, self._user)
                 return final
-        except (scramp.ScramException, UnicodeDecodeError, ValueError, KeyError):
+        except (self._scram_error, UnicodeDecodeError, ValueError, KeyError):
             raise failure(self.mechanism) from None
         raise failure(self.mechanism)
 

@@ -33,9 +33,8 @@ import struct
 from enum import IntEnum
 from typing import NamedTuple
 
-from crc32c import crc32c
-
 from kafkalite.errors import CorruptRecordError
+from kafkalite.protocol.checksum import crc32c
 
 MAGIC = 2
 HEADER_SIZE = 61

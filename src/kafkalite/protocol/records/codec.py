@@ -18,9 +18,8 @@ from collections.abc import Iterator, Sequence
 from itertools import repeat
 from typing import NamedTuple, cast
 
-from crc32c import crc32c
-
 from kafkalite.errors import CorruptRecordError
+from kafkalite.protocol.checksum import crc32c
 from kafkalite.protocol.records.batch import (
     ATTR_LOG_APPEND_TIME,
     ATTR_TRANSACTIONAL,

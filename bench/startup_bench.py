@@ -1,0 +1,169 @@
+"""`kafkalite serve` start-up time and idle memory, cold and warm, against the bare interpreter in the same run.
+
+    python bench/startup_bench.py [--rounds 5] [--settle 1.0] [--baseline COMMIT]
+
+Subjects, started in turn every round (A B C D, A B C D, ...) so machine load hits them alike:
+
+- `python -c pass`: the interpreter's own floor on this machine at this moment;
+- `serve, warm`: `kafkalite serve --port 0 --data-dir memory --no-http` with KafkaLite's modules byte-compiled, as
+  every start of a pip-installed copy (pip compiles on install) and of a `make`-installed checkout runs;
+- `serve, cold`: the same with no bytecode for KafkaLite's modules and none written (`PYTHONDONTWRITEBYTECODE=1`):
+  what the very first start of an uncompiled source tree costs, and every start when bytecode cannot be written;
+- `serve + console, warm`: the default `kafkalite serve` (web console and /metrics on a free port);
+- with `--baseline COMMIT`, the same three for `src/kafkalite` as of that commit (`git archive`), in the same rounds.
+
+The two bytecode states are two copies of the package under test in a temporary directory, put first on
+`PYTHONPATH` (one compiled with `compileall`, one never compiled), so the bench leaves the source tree alone. Third
+party packages and the standard library keep the bytecode their installers wrote, as in a user's environment.
+
+Figures per subject: spawn → the ready line on stdout (wall, s), the process's CPU time (user + system) at that
+moment, and its RSS after `--settle` seconds idle. Medians over the rounds, with min–max.
+"""
+
+from __future__ import annotations
+
+import argparse
+import compileall
+import importlib.util
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+SERVE = ["serve", "--host", "127.0.0.1", "--port", "0", "--data-dir", "memory"]
+
+
+@dataclass(frozen=True)
+class Subject:
+    name: str
+    argv: list[str]
+    env: dict[str, str]
+    ready: str | None  # the stdout line prefix that means "started"; None: the process exit does
+
+
+@dataclass(frozen=True)
+class Sample:
+    wall_s: float
+    cpu_s: float
+    rss_mb: float | None
+
+
+def _cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime (fields 14 and 15 of proc(5))
+
+
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmRSS for pid {pid}")
+
+
+def one_run(subject: Subject, settle_s: float) -> Sample:
+    began = time.perf_counter()
+    if subject.ready is None:
+        before = os.times()
+        subprocess.run(subject.argv, env=subject.env, check=True)
+        after = os.times()
+        cpu = after.children_user + after.children_system - before.children_user - before.children_system
+        return Sample(time.perf_counter() - began, cpu, None)
+    process = subprocess.Popen(
+        subject.argv, env=subject.env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        wall = time.perf_counter() - began
+        if not line.startswith(subject.ready):
+            raise SystemExit(f"{subject.name}: expected {subject.ready!r}, got {line!r}")
+        cpu = _cpu_s(process.pid)
+        time.sleep(settle_s)
+        return Sample(wall, cpu, _rss_mb(process.pid))
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=30)
+
+
+def _package_under_test() -> Path:
+    spec = importlib.util.find_spec("kafkalite")
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit("kafkalite is not importable from this interpreter")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def _package_at(commit: str, root: Path) -> Path:
+    """`src/kafkalite` as it was at `commit` of this repository (`git archive`), unpacked under `root`."""
+    root.mkdir(parents=True)
+    archive = subprocess.run(["git", "archive", commit, "src/kafkalite"], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(root)], input=archive, check=True)
+    return root / "src" / "kafkalite"
+
+
+def _copies(package: Path, root: Path) -> tuple[Path, Path]:
+    """(warm, cold): two copies of `package`; only the warm one is byte-compiled."""
+    warm, cold = root / "warm", root / "cold"
+    for where in (warm, cold):
+        shutil.copytree(package, where / "kafkalite", ignore=shutil.ignore_patterns("__pycache__"))
+    if not compileall.compile_dir(warm, quiet=1):
+        raise SystemExit("compileall failed")
+    return warm, cold
+
+
+def subjects(warm: Path, cold: Path, suffix: str = "") -> list[Subject]:
+    base = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH")}
+    command = Path(sys.executable).with_name("kafkalite")
+    kafkalite = [str(command)] if command.exists() else [sys.executable, "-m", "kafkalite"]
+    warm_env = {**base, "PYTHONPATH": str(warm), "PYTHONDONTWRITEBYTECODE": "1"}
+    cold_env = {**base, "PYTHONPATH": str(cold), "PYTHONDONTWRITEBYTECODE": "1"}
+    ready = "KafkaLite ready on"
+    return [
+        Subject(f"serve, warm{suffix}", [*kafkalite, *SERVE, "--no-http"], warm_env, ready),
+        Subject(f"serve, cold{suffix}", [*kafkalite, *SERVE, "--no-http"], cold_env, ready),
+        Subject(f"serve + console, warm{suffix}", [*kafkalite, *SERVE, "--http-port", "0"], warm_env, ready),
+    ]
+
+
+def _summary(values: list[float], digits: int) -> str:
+    return f"{statistics.median(values):.{digits}f} ({min(values):.{digits}f}–{max(values):.{digits}f})"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--settle", type=float, default=1.0, help="seconds idle before RSS is read")
+    parser.add_argument("--baseline", metavar="COMMIT", help="also measure src/kafkalite as of this commit")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as root:
+        floor = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        runs = [Subject("python -c pass", [sys.executable, "-c", "pass"], floor, None)]
+        runs += subjects(*_copies(_package_under_test(), Path(root) / "this"))
+        if args.baseline:
+            baseline = _package_at(args.baseline, Path(root) / "archive")
+            runs += subjects(*_copies(baseline, Path(root) / "baseline"), f" ({args.baseline})")
+        samples: dict[str, list[Sample]] = {s.name: [] for s in runs}
+        for _ in range(args.rounds):
+            for subject in runs:
+                samples[subject.name].append(one_run(subject, args.settle))
+    print(f"rounds: {args.rounds}, alternating; Python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
+    print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print()
+    print("| subject | spawn → ready (s) | CPU at ready (s) | idle RSS (MB) |")
+    print("|---|---:|---:|---:|")
+    for name, taken in samples.items():
+        rss = [s.rss_mb for s in taken if s.rss_mb is not None]
+        print(
+            f"| {name} | {_summary([s.wall_s for s in taken], 3)} | {_summary([s.cpu_s for s in taken], 2)} | "
+            f"{_summary(rss, 1) if rss else '—'} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
