@@ -36,7 +36,7 @@ from .stream_apps import (
     wait_for_outputs,
 )
 
-pytest.importorskip("quixstreams")
+pytest.importorskip("quixstreams")  # the `apps` extra: `pip install -e ".[test,apps]"`
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(300)]
 
