@@ -5,6 +5,9 @@ provided", INT32_MIN) · v4 adds each member's group_instance_id · v5 is the fi
 error_message and answers GROUP_ID_NOT_FOUND for a group that does not exist (KIP-1043); earlier versions describe
 it as state "Dead" with no error.
 
+A KIP-848 consumer group is not described here: v6 answers GROUP_ID_NOT_FOUND "Group X is not a classic group.",
+earlier versions state "Dead" with no error, as Kafka 4 does (ConsumerGroupDescribe describes it).
+
 Member metadata and assignments are filled in only while the group is Stable, as Kafka does. A group known only by
 its committed offsets (after a restart) is described as an Empty "consumer" group by the GroupService.
 """
@@ -24,7 +27,9 @@ DEAD: Final = "Dead"
 def _group(ctx: RequestContext, group_id: str) -> Any:
     described = ctx.broker.groups.describe(group_id)
     code, message = described.error_code, None
-    if code == 0 and described.state == DEAD and ctx.version >= 6:
+    if code == GROUP_ID_NOT_FOUND:
+        code, message = (code, f"Group {group_id} is not a classic group.") if ctx.version >= 6 else (0, None)
+    elif code == 0 and described.state == DEAD and ctx.version >= 6:
         code, message = GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
     members = [
         ctx.build(
