@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from kafkalite.broker import Broker
+from kafkalite.groups import decode_assignment
 from kafkalite.protocol.wire import ApiKey
 from kafkalite.server.dispatch import supported_ranges
 
@@ -151,6 +152,13 @@ async def test_a_consumer_group_among_the_classic_apis(raw: Any, broker: Broker)
     assert (await raw.request(15, 5, groups=["mixed"], include_authorized_operations=False)).groups[
         0
     ].group_state == "Dead"
+
+    # the console and /metrics read a consumer group through the classic shape, assignments as ConsumerProtocol bytes
+    inside = broker.groups.describe("mixed")
+    assert (inside.state, inside.protocol_type, inside.protocol_name) == ("Stable", "consumer", "uniform")
+    (member,) = inside.members
+    assert decode_assignment(member.assignment).partitions == (("cg", 0), ("cg", 1))
+    assert broker.groups.rebalances["mixed"] == 1
 
     protocol = raw.nested(11, 9, "JoinGroupRequestProtocol", name="range", metadata=b"")
     classic = await raw.request(

@@ -35,6 +35,7 @@ from typing import Any
 from kafkalite.broker.offsets import OffsetManager
 from kafkalite.errors import ClosedError
 from kafkalite.groups import (
+    Assignment,
     ConsumerGroupConfig,
     ConsumerGroupCoordinator,
     DescribedConsumerGroup,
@@ -49,9 +50,11 @@ from kafkalite.groups import (
     JoinResult,
     LeaveResult,
     LeavingMember,
+    MemberDescription,
     SyncPending,
     SyncResult,
     TopicImage,
+    encode_assignment,
 )
 from kafkalite.groups import HeartbeatRequest as ConsumerHeartbeatRequest
 from kafkalite.groups.consumer_coordinator import HeartbeatResult as ConsumerHeartbeatResult
@@ -158,8 +161,11 @@ class GroupService:
                 return ConsumerHeartbeatResult(ErrorCode.GROUP_ID_NOT_FOUND, message, request.member_id or None)
             self.coordinator.delete_group(group_id)
         before = self.consumer.state(group_id)
+        assignment_epoch = self.consumer.assignment_epoch(group_id)
         result = self.consumer.heartbeat(request, topics=self._topics(), now_ms=monotonic_ms())
         self._settle()
+        if self.consumer.assignment_epoch(group_id) > assignment_epoch:  # a new target assignment: a rebalance
+            self.rebalances[group_id] = self.rebalances.get(group_id, 0) + 1
         if result.error_code == 0 and request.member_epoch == 0:
             logger.info(
                 "Consumer group %s: member %s joined at epoch %d", group_id, result.member_id, result.member_epoch
@@ -220,13 +226,42 @@ class GroupService:
         return error
 
     def describe(self, group_id: str) -> GroupDescription:
-        """DescribeGroups (classic): a consumer group is GROUP_ID_NOT_FOUND here, as Kafka answers."""
+        """A group of either type in the classic shape (the console and `/metrics` read it): a consumer group's members
+        carry their current assignments as ConsumerProtocol Assignment bytes and its assignor as the protocol name.
+        The DescribeGroups handler answers a consumer group with GROUP_ID_NOT_FOUND itself, as Kafka does."""
         if group_id in self.consumer:
-            return GroupDescription(group_id, ErrorCode.GROUP_ID_NOT_FOUND, GroupState.DEAD.value, "", "")
+            return self._consumer_group_as_classic(group_id)
         described = self.coordinator.describe(group_id)
         if described.state == GroupState.DEAD.value and group_id in self.offsets.groups():
             return GroupDescription(group_id, 0, GroupState.EMPTY.value, CONSUMER_PROTOCOL_TYPE, "")
         return described
+
+    def _consumer_group_as_classic(self, group_id: str) -> GroupDescription:
+        names = {topic_id: name for name, (topic_id, _) in self._topics().items()}
+        described = self.consumer.describe(group_id, names)
+        assert described is not None
+        members = tuple(
+            MemberDescription(
+                member_id=m.member_id,
+                group_instance_id=m.instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                metadata=b"",
+                assignment=encode_assignment(
+                    Assignment(tuple((names[t], p) for t, ps in sorted(m.assignment.items()) for p in sorted(ps)))
+                ),
+            )
+            for m in described.members
+        )
+        return GroupDescription(
+            group_id,
+            0,
+            described.state,
+            CONSUMER_PROTOCOL_TYPE,
+            described.assignor_name,
+            members,
+            described.group_epoch,
+        )
 
     def list_groups(self, states: Collection[str] | None = None) -> list[GroupListing]:
         """Every group of both types (`GroupListing.group_type`), those in `states` when given."""

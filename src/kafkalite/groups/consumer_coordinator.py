@@ -407,6 +407,11 @@ class ConsumerGroupCoordinator:
     def is_empty(self, group_id: str) -> bool:
         return not self._groups[group_id].members
 
+    def assignment_epoch(self, group_id: str) -> int:
+        """The epoch of the group's current target assignment (-1: no such group)."""
+        group = self._groups.get(group_id)
+        return -1 if group is None else group.assignment_epoch
+
     def state(self, group_id: str) -> ConsumerGroupState:
         group = self._groups.get(group_id)
         return ConsumerGroupState.DEAD if group is None else group.state

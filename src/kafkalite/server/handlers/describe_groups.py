@@ -25,11 +25,11 @@ DEAD: Final = "Dead"
 
 
 def _group(ctx: RequestContext, group_id: str) -> Any:
+    if ctx.broker.groups.is_consumer_group(group_id):
+        return _not_classic(ctx, group_id)
     described = ctx.broker.groups.describe(group_id)
     code, message = described.error_code, None
-    if code == GROUP_ID_NOT_FOUND:
-        code, message = (code, f"Group {group_id} is not a classic group.") if ctx.version >= 6 else (0, None)
-    elif code == 0 and described.state == DEAD and ctx.version >= 6:
+    if code == 0 and described.state == DEAD and ctx.version >= 6:
         code, message = GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
     members = [
         ctx.build(
@@ -52,6 +52,21 @@ def _group(ctx: RequestContext, group_id: str) -> Any:
         protocol_type=described.protocol_type,
         protocol_data=described.protocol_name,
         members=members,
+        authorized_operations=INT32_MIN,
+    )
+
+
+def _not_classic(ctx: RequestContext, group_id: str) -> Any:
+    code, message = (GROUP_ID_NOT_FOUND, f"Group {group_id} is not a classic group.") if ctx.version >= 6 else (0, None)
+    return ctx.build(
+        "DescribedGroup",
+        error_code=code,
+        error_message=message,
+        group_id=group_id,
+        group_state=DEAD,
+        protocol_type="",
+        protocol_data="",
+        members=[],
         authorized_operations=INT32_MIN,
     )
 
