@@ -228,3 +228,52 @@ def test_a_consumer_group_beside_a_classic_group(served: ThreadedServer) -> None
     finally:
         new.close()
         old.close()
+
+
+def wait_for(consumers: list[Consumer], done: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while not done():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        for c in consumers:
+            c.poll(0.02)
+
+
+def test_regex_subscription_follows_new_topics(served: ThreadedServer) -> None:
+    for name in ("k-re-a", "k-re-b", "k-other"):
+        served.call(served.broker.create_topic(name, 2))
+    consumer = kip848_consumer(served, "k-regex", "r")
+    try:
+        consumer.subscribe(["^k-re-.*"])
+        wait_for([consumer], lambda: len(consumer.assignment()) == 4, "the two matching topics")
+        assert {tp.topic for tp in consumer.assignment()} == {"k-re-a", "k-re-b"}
+        served.call(served.broker.create_topic("k-re-c", 1))
+        wait_for([consumer], lambda: len(consumer.assignment()) == 5, "the new matching topic")
+        assert ("k-re-c", 0) in {(tp.topic, tp.partition) for tp in consumer.assignment()}
+    finally:
+        consumer.close()
+
+
+def test_a_static_member_comes_back_to_its_partitions(served: ThreadedServer) -> None:
+    served.call(served.broker.create_topic("k-static", 2))
+    first = kip848_consumer(served, "k-static-g", "s1", **{"group.instance.id": "i1"})
+    other = kip848_consumer(served, "k-static-g", "s2", **{"group.instance.id": "i2"})
+    again: Consumer | None = None
+    try:
+        given_to_other: list[int] = []
+        first.subscribe(["k-static"])
+        other.subscribe(["k-static"], on_assign=lambda _, ps: given_to_other.extend(tp.partition for tp in ps))
+        wait_for([first, other], lambda: len(first.assignment()) == len(other.assignment()) == 1, "one each")
+        mine = {tp.partition for tp in first.assignment()}
+        given_to_other.clear()  # from here on, the other member must not be given the absent member's partition
+        epoch = served.broker.groups.describe("k-static-g").generation_id
+        first.close()  # a static member leaves with epoch -2: its partition waits for it
+        again = kip848_consumer(served, "k-static-g", "s1-again", **{"group.instance.id": "i1"})
+        again.subscribe(["k-static"])
+        wait_for([again, other], lambda: len(again.assignment()) == 1, "the instance to come back")
+        assert {tp.partition for tp in again.assignment()} == mine
+        assert not set(given_to_other) & mine, "the other member never got the absent member's partition"
+        assert served.broker.groups.describe("k-static-g").generation_id == epoch, "no new group epoch"
+    finally:
+        other.close()
+        if again is not None:
+            again.close()

@@ -170,8 +170,15 @@ class GroupService:
             logger.info(
                 "Consumer group %s: member %s joined at epoch %d", group_id, result.member_id, result.member_epoch
             )
-        elif result.error_code == 0 and request.member_epoch < 0:
+        elif result.error_code == 0 and request.member_epoch == -1:
             logger.info("Consumer group %s: member %s left", group_id, request.member_id)
+        elif result.error_code == 0 and request.member_epoch == -2:
+            logger.info(
+                "Consumer group %s: static member %s (%s) left, its partitions kept for it",
+                group_id,
+                request.member_id,
+                request.instance_id,
+            )
         after = self.consumer.state(group_id)
         if after is not before:
             logger.debug("Consumer group %s: %s -> %s", group_id, before.value, after.value)
