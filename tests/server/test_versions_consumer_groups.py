@@ -235,3 +235,29 @@ async def test_a_classic_group_with_members_is_not_a_consumer_group(raw: Any, br
     assert (refused.error_code, refused.error_message) == (GROUP_ID_NOT_FOUND, "Group old is not a consumer group.")
     described = await raw.request(DESCRIBE, 1, group_ids=["old"], include_authorized_operations=False)
     assert described.groups[0].error_message == "Group old is not a consumer group."
+
+
+async def test_offset_delete_and_delete_groups_of_a_consumer_group(raw: Any, broker: Broker) -> None:
+    await broker.create_topic("cg", 1)
+    await broker.create_topic("elsewhere", 1)
+    joined = await join(raw, 1, "del", "m1")
+    await broker.groups.commit_offsets(
+        "del", "m1", joined.member_epoch, [("cg", 0, 3, "", -1), ("elsewhere", 0, 4, "", -1)]
+    )
+
+    def topic(name: str) -> Any:
+        partition = raw.nested(47, 0, "OffsetDeleteRequestPartition", partition_index=0)
+        return raw.nested(47, 0, "OffsetDeleteRequestTopic", name=name, partitions=[partition])
+
+    deleted = await raw.request(47, 0, group_id="del", topics=[topic("cg"), topic("elsewhere")])
+    errors = {t.name: t.partitions[0].error_code for t in deleted.topics}
+    assert errors == {"cg": 86, "elsewhere": 0}, "GROUP_SUBSCRIBED_TO_TOPIC for what a live member subscribes to"
+    assert broker.offsets.fetch("del", "elsewhere", 0) is None
+
+    busy = await raw.request(42, 2, groups_names=["del"])
+    assert busy.results[0].error_code == 68  # NON_EMPTY_GROUP
+    await raw.request(HEARTBEAT, 1, group_id="del", member_id="m1", member_epoch=-1, topic_partitions=None)
+    gone = await raw.request(42, 2, groups_names=["del"])
+    assert gone.results[0].error_code == 0
+    assert broker.offsets.fetch("del", "cg", 0) is None
+    assert not broker.groups.is_consumer_group("del")
