@@ -289,3 +289,23 @@ def test_members_of_three_share_and_one_leaves_without_stopping_the_others() -> 
     for c in survivors:
         assert kept[c.member_id] <= c.held, "no survivor gave anything up"
     assert sorted(len(c.held) for c in survivors) == [3, 3]
+
+
+def test_a_repeated_topic_name_is_one_subscription_and_changes_nothing() -> None:
+    h = Harness()
+    c1 = h.join("m1", topics=("a", "a"))
+    for _ in range(3):
+        h.beat(c1, subscribed_topic_names=("a", "a"))
+    described = h.coordinator.describe(GROUP, {})
+    assert described is not None
+    assert described.group_epoch == 1
+    assert described.members[0].subscribed_topic_names == ("a",)
+
+
+def test_a_heartbeat_after_the_group_emptied_and_a_stray_leave() -> None:
+    h = Harness()
+    c1 = h.join("m1")
+    assert h.heartbeat("m1", -1).error_code == 0
+    assert h.heartbeat("m1", -1).error_code == ErrorCode.UNKNOWN_MEMBER_ID
+    assert h.beat(c1).error_code == ErrorCode.UNKNOWN_MEMBER_ID
+    assert state(h) is ConsumerGroupState.EMPTY

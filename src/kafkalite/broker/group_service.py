@@ -159,7 +159,8 @@ class GroupService:
             if classic_state != GroupState.EMPTY.value:
                 message = f"Group {group_id} is not a consumer group."
                 return ConsumerHeartbeatResult(ErrorCode.GROUP_ID_NOT_FOUND, message, request.member_id or None)
-            self.coordinator.delete_group(group_id)
+            if request.member_epoch == 0:  # only a join turns an Empty classic group into a consumer group
+                self.coordinator.delete_group(group_id)
         before = self.consumer.state(group_id)
         assignment_epoch = self.consumer.assignment_epoch(group_id)
         result = self.consumer.heartbeat(request, topics=self._topics(), now_ms=monotonic_ms())

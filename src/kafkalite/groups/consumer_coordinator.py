@@ -287,10 +287,9 @@ class ConsumerGroupCoordinator:
 
     def _update_subscription(self, member: ConsumerMember, req: HeartbeatRequest) -> bool:
         changed = False
-        if req.subscribed_topic_names is not None and tuple(sorted(req.subscribed_topic_names)) != tuple(
-            sorted(member.subscribed_topic_names)
-        ):
-            member.subscribed_topic_names = tuple(sorted(set(req.subscribed_topic_names)))
+        names = None if req.subscribed_topic_names is None else tuple(sorted(set(req.subscribed_topic_names)))
+        if names is not None and names != member.subscribed_topic_names:
+            member.subscribed_topic_names = names
             changed = True
         if req.subscribed_topic_regex is not None:
             regex = req.subscribed_topic_regex or None
