@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -277,3 +278,40 @@ def test_a_static_member_comes_back_to_its_partitions(served: ThreadedServer) ->
         other.close()
         if again is not None:
             again.close()
+
+
+def test_a_live_member_rejoins_after_a_broker_restart_and_resumes_from_its_commits(tmp_path: Path) -> None:
+    """Consumer-group state is not persisted (committed offsets are): the member's next heartbeat after the restart
+    gets UNKNOWN_MEMBER_ID, librdkafka rejoins at epoch 0, and consumption resumes from the committed offsets."""
+    with run_in_thread(data_dir=tmp_path, **SETTINGS) as first:
+        port = first.server.port
+        first.call(first.broker.create_topic("k-restart", 2))
+        produce(first, "k-restart", 2, 5)
+        member = kip848_consumer(first, "k-restart-g", "survivor")
+        member.subscribe(["k-restart"])
+        before: list[bytes] = []
+        deadline = time.monotonic() + WAIT_S
+        while len(before) < 10:
+            assert time.monotonic() < deadline, "timed out consuming before the restart"
+            message = member.poll(0.05)
+            if message is not None and message.error() is None:
+                before.append(message.value())
+        member.commit(asynchronous=False)
+    try:
+        with run_in_thread(data_dir=tmp_path, port=port, **SETTINGS) as second:
+            produce(second, "k-restart", 2, 3)
+            after: list[tuple[int, int]] = []
+            deadline = time.monotonic() + WAIT_S
+            while len(after) < 6:
+                assert time.monotonic() < deadline, f"timed out consuming after the restart: {after}"
+                message = member.poll(0.05)
+                if message is not None and message.error() is None:
+                    after.append((message.partition(), message.offset()))
+            late = member.poll(0.5)  # anything read twice would arrive here
+            if late is not None and late.error() is None:
+                after.append((late.partition(), late.offset()))
+            described = second.broker.groups.describe("k-restart-g")
+            assert [m.client_id for m in described.members] == ["survivor"]
+            assert sorted(after) == [(p, o) for p in range(2) for o in range(5, 8)], "from the commits, nothing twice"
+    finally:
+        member.close()
