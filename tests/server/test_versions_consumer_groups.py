@@ -261,3 +261,12 @@ async def test_offset_delete_and_delete_groups_of_a_consumer_group(raw: Any, bro
     assert gone.results[0].error_code == 0
     assert broker.offsets.fetch("del", "cg", 0) is None
     assert not broker.groups.is_consumer_group("del")
+
+
+async def test_a_consumer_group_left_without_commits_is_forgotten(raw: Any, broker: Broker) -> None:
+    await broker.create_topic("cg", 1)
+    await join(raw, 1, "passing", "m1")
+    assert broker.groups.is_consumer_group("passing")
+    await raw.request(HEARTBEAT, 1, group_id="passing", member_id="m1", member_epoch=-1, topic_partitions=None)
+    assert not broker.groups.is_consumer_group("passing")
+    assert "passing" not in {g.group_id for g in broker.groups.list_groups()}

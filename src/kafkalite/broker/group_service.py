@@ -17,7 +17,8 @@ KIP-848 consumer groups (`group.protocol=consumer`) are kept by a second pure co
 revocation deadlines need the timer). A group id names one group of one type, as in Kafka 4: a ConsumerGroupHeartbeat
 for a classic group with members gets GROUP_ID_NOT_FOUND ("not a consumer group"), a JoinGroup for a consumer group
 with members gets INCONSISTENT_GROUP_PROTOCOL (Kafka's answer when online migration is off); an Empty group of the
-other type is replaced. OffsetCommit/OffsetFetch of a consumer group check member id and member epoch.
+other type is replaced. OffsetCommit/OffsetFetch of a consumer group check member id and member epoch. A consumer
+group left Empty without committed offsets is forgotten at once.
 
 The coordinators keep groups in memory only; committed offsets survive a restart. So a group the coordinator does not
 know but that has committed offsets is answered here as Kafka would after loading it: listed and described as an
@@ -180,10 +181,17 @@ class GroupService:
                 request.member_id,
                 request.instance_id,
             )
+        self._forget_if_unused(group_id)
         after = self.consumer.state(group_id)
         if after is not before:
             logger.debug("Consumer group %s: %s -> %s", group_id, before.value, after.value)
         return result
+
+    def _forget_if_unused(self, group_id: str) -> None:
+        """An Empty consumer group without committed offsets holds nothing worth keeping: it is dropped at once, as
+        Kafka's offset-expiration sweep drops it later, so that groups made and left (or fuzzed) cost no memory."""
+        if group_id in self.consumer and self.consumer.is_empty(group_id) and group_id not in self.offsets.groups():
+            self.consumer.delete_group(group_id)
 
     def consumer_describe(self, group_id: str, names: Mapping[Any, str]) -> DescribedConsumerGroup | None:
         return self.consumer.describe(group_id, names)
@@ -375,4 +383,5 @@ class GroupService:
         self.coordinator.tick(now)
         for group_id, member_id in self.consumer.tick(now):
             logger.info("Consumer group %s: member %s fenced (session or revocation timeout)", group_id, member_id)
+            self._forget_if_unused(group_id)
         self._settle()
