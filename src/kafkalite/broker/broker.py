@@ -44,7 +44,7 @@ from kafkalite.errors import (
     UnknownPartitionError,
     UnknownTopicError,
 )
-from kafkalite.groups import GroupConfig
+from kafkalite.groups import ConsumerGroupConfig, GroupConfig, TopicImage
 from kafkalite.protocol.records import BatchHeader, Record, RecordToWrite, build_batch
 from kafkalite.stats import BrokerStats
 from kafkalite.storage import MemoryLog, PartitionLog
@@ -128,6 +128,13 @@ class Broker:
                 initial_rebalance_delay_ms=self.config.group_initial_rebalance_delay_ms,
             ),
             self._offsets,
+            ConsumerGroupConfig(
+                session_timeout_ms=self.config.group_consumer_session_timeout_ms,
+                heartbeat_interval_ms=self.config.group_consumer_heartbeat_interval_ms,
+                assignors=self.config.group_consumer_assignors,
+                max_size=self.config.group_consumer_max_size,
+            ),
+            self._topic_image,
         )
         state = self.topics.get(TRANSACTION_STATE_TOPIC)
         self._transactions = TransactionService(
@@ -210,6 +217,10 @@ class Broker:
         if self._transactions is None:
             raise ClosedError("the broker is not started: use `async with Broker(...)` or `await broker.start()`")
         return self._transactions
+
+    def _topic_image(self) -> TopicImage:
+        """Every topic as the consumer-group coordinator sees it: name → (topic id, partition count)."""
+        return {name: (topic.topic_id, len(topic.partitions)) for name, topic in self.topics.items()}
 
     @property
     def groups(self) -> GroupService:

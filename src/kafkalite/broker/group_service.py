@@ -12,7 +12,15 @@ A caller that stops waiting (its connection closed, its task cancelled) simply d
 still completes the ticket later and the reply is discarded, as Kafka discards replies to closed connections.
 Offset commits are checked here against the group's generation, then stored by the `OffsetManager`.
 
-The coordinator keeps groups in memory only; committed offsets survive a restart. So a group the coordinator does not
+KIP-848 consumer groups (`group.protocol=consumer`) are kept by a second pure coordinator,
+`groups.ConsumerGroupCoordinator`, driven from here too (its heartbeats are answered at once; only its session and
+revocation deadlines need the timer). A group id names one group of one type, as in Kafka 4: a ConsumerGroupHeartbeat
+for a classic group with members gets GROUP_ID_NOT_FOUND ("not a consumer group"), a JoinGroup for a consumer group
+with members gets INCONSISTENT_GROUP_PROTOCOL (Kafka's answer when online migration is off); an Empty group of the
+other type is replaced. OffsetCommit/OffsetFetch of a consumer group check member id and member epoch. A consumer
+group left Empty without committed offsets is forgotten at once.
+
+The coordinators keep groups in memory only; committed offsets survive a restart. So a group the coordinator does not
 know but that has committed offsets is answered here as Kafka would after loading it: listed and described as an
 Empty "consumer" group, and deletable (which deletes its offsets).
 """
@@ -22,12 +30,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from kafkalite.broker.offsets import OffsetManager
 from kafkalite.errors import ClosedError
 from kafkalite.groups import (
+    Assignment,
+    ConsumerGroupConfig,
+    ConsumerGroupCoordinator,
+    DescribedConsumerGroup,
     ErrorCode,
     GroupConfig,
     GroupCoordinator,
@@ -39,9 +51,14 @@ from kafkalite.groups import (
     JoinResult,
     LeaveResult,
     LeavingMember,
+    MemberDescription,
     SyncPending,
     SyncResult,
+    TopicImage,
+    encode_assignment,
 )
+from kafkalite.groups import HeartbeatRequest as ConsumerHeartbeatRequest
+from kafkalite.groups.consumer_coordinator import HeartbeatResult as ConsumerHeartbeatResult
 
 logger = logging.getLogger("kafkalite.groups")
 
@@ -55,8 +72,16 @@ def monotonic_ms() -> int:
 class GroupService:
     """Consumer groups for the wire handlers and the embedded consumer alike."""
 
-    def __init__(self, config: GroupConfig, offsets: OffsetManager) -> None:
+    def __init__(
+        self,
+        config: GroupConfig,
+        offsets: OffsetManager,
+        consumer_config: ConsumerGroupConfig | None = None,
+        topics: Callable[[], TopicImage] = dict,
+    ) -> None:
         self.coordinator = GroupCoordinator(config)
+        self.consumer = ConsumerGroupCoordinator(consumer_config)
+        self._topics = topics
         self.offsets = offsets
         self._waiting: dict[int, asyncio.Future[Any]] = {}
         self._timer: asyncio.TimerHandle | None = None
@@ -65,6 +90,10 @@ class GroupService:
 
     async def join(self, group_id: str, member_id: str, **request: Any) -> JoinResult:
         """JoinGroup: wait until the rebalance completes (or fails) and return this member's reply."""
+        if group_id in self.consumer:
+            if not self.consumer.is_empty(group_id):
+                return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id)
+            self.consumer.delete_group(group_id)
         outcome = self.coordinator.join(group_id, member_id, now_ms=monotonic_ms(), **request)
         future = self._future_for(outcome.ticket) if isinstance(outcome, JoinPending) else None
         self._settle()
@@ -123,9 +152,70 @@ class GroupService:
                 logger.info("Group %s: member %s left", group_id, member.member_id or member.group_instance_id)
         return result
 
+    def consumer_heartbeat(self, request: ConsumerHeartbeatRequest) -> ConsumerHeartbeatResult:
+        """ConsumerGroupHeartbeat (KIP-848), answered at once."""
+        group_id = request.group_id
+        classic_state = self.coordinator.describe(group_id).state
+        if classic_state != GroupState.DEAD.value:
+            if classic_state != GroupState.EMPTY.value:
+                message = f"Group {group_id} is not a consumer group."
+                return ConsumerHeartbeatResult(ErrorCode.GROUP_ID_NOT_FOUND, message, request.member_id or None)
+            if request.member_epoch == 0:  # only a join turns an Empty classic group into a consumer group
+                self.coordinator.delete_group(group_id)
+        before = self.consumer.state(group_id)
+        assignment_epoch = self.consumer.assignment_epoch(group_id)
+        result = self.consumer.heartbeat(request, topics=self._topics(), now_ms=monotonic_ms())
+        self._settle()
+        if self.consumer.assignment_epoch(group_id) > assignment_epoch:  # a new target assignment: a rebalance
+            self.rebalances[group_id] = self.rebalances.get(group_id, 0) + 1
+        if result.error_code == 0 and request.member_epoch == 0:
+            logger.info(
+                "Consumer group %s: member %s joined at epoch %d", group_id, result.member_id, result.member_epoch
+            )
+        elif result.error_code == 0 and request.member_epoch == -1:
+            logger.info("Consumer group %s: member %s left", group_id, request.member_id)
+        elif result.error_code == 0 and request.member_epoch == -2:
+            logger.info(
+                "Consumer group %s: static member %s (%s) left, its partitions kept for it",
+                group_id,
+                request.member_id,
+                request.instance_id,
+            )
+        self._forget_if_unused(group_id)
+        after = self.consumer.state(group_id)
+        if after is not before:
+            logger.debug("Consumer group %s: %s -> %s", group_id, before.value, after.value)
+        return result
+
+    def _forget_if_unused(self, group_id: str) -> None:
+        """An Empty consumer group without committed offsets holds nothing worth keeping: it is dropped at once, as
+        Kafka's offset-expiration sweep drops it later, so that groups made and left (or fuzzed) cost no memory."""
+        if group_id in self.consumer and self.consumer.is_empty(group_id) and group_id not in self.offsets.groups():
+            self.consumer.delete_group(group_id)
+
+    def consumer_describe(self, group_id: str, names: Mapping[Any, str]) -> DescribedConsumerGroup | None:
+        return self.consumer.describe(group_id, names)
+
+    def is_consumer_group(self, group_id: str) -> bool:
+        return group_id in self.consumer
+
+    def validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> int:
+        """OffsetFetch v9+ of a consumer group checks the member and its epoch; classic groups ignore both."""
+        if group_id not in self.consumer:
+            return ErrorCode.NONE
+        return self.consumer.validate_offset_fetch(group_id, member_id, member_epoch)
+
     def validate_offset_commit(
-        self, group_id: str, member_id: str, generation_id: int, *, group_instance_id: str | None = None
+        self,
+        group_id: str,
+        member_id: str,
+        generation_id: int,
+        *,
+        group_instance_id: str | None = None,
+        api_version: int = 9,
     ) -> int:
+        if group_id in self.consumer:
+            return self.consumer.validate_offset_commit(group_id, member_id, generation_id, api_version=api_version)
         error = self.coordinator.validate_offset_commit(
             group_id, member_id, generation_id, now_ms=monotonic_ms(), group_instance_id=group_instance_id
         )
@@ -140,30 +230,72 @@ class GroupService:
         offsets: Sequence[tuple[str, int, int, str, int]],
         *,
         group_instance_id: str | None = None,
+        api_version: int = 9,
     ) -> int:
-        """OffsetCommit: check the member and generation, then store (topic, partition, offset, metadata, epoch)
-        entries durably. Returns the Kafka error code for every entry (0 = stored)."""
-        error = self.validate_offset_commit(group_id, member_id, generation_id, group_instance_id=group_instance_id)
+        """OffsetCommit: check the member and generation (member epoch for a consumer group), then store (topic,
+        partition, offset, metadata, epoch) entries durably. Returns the Kafka error code for every entry."""
+        error = self.validate_offset_commit(
+            group_id, member_id, generation_id, group_instance_id=group_instance_id, api_version=api_version
+        )
         if error == 0:
             await self.offsets.commit_many(group_id, offsets)
         return error
 
     def describe(self, group_id: str) -> GroupDescription:
+        """A group of either type in the classic shape (the console and `/metrics` read it): a consumer group's members
+        carry their current assignments as ConsumerProtocol Assignment bytes and its assignor as the protocol name.
+        The DescribeGroups handler answers a consumer group with GROUP_ID_NOT_FOUND itself, as Kafka does."""
+        if group_id in self.consumer:
+            return self._consumer_group_as_classic(group_id)
         described = self.coordinator.describe(group_id)
         if described.state == GroupState.DEAD.value and group_id in self.offsets.groups():
             return GroupDescription(group_id, 0, GroupState.EMPTY.value, CONSUMER_PROTOCOL_TYPE, "")
         return described
 
+    def _consumer_group_as_classic(self, group_id: str) -> GroupDescription:
+        names = {topic_id: name for name, (topic_id, _) in self._topics().items()}
+        described = self.consumer.describe(group_id, names)
+        assert described is not None
+        members = tuple(
+            MemberDescription(
+                member_id=m.member_id,
+                group_instance_id=m.instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                metadata=b"",
+                assignment=encode_assignment(
+                    Assignment(tuple((names[t], p) for t, ps in sorted(m.assignment.items()) for p in sorted(ps)))
+                ),
+            )
+            for m in described.members
+        )
+        return GroupDescription(
+            group_id,
+            0,
+            described.state,
+            CONSUMER_PROTOCOL_TYPE,
+            described.assignor_name,
+            members,
+            described.group_epoch,
+        )
+
     def list_groups(self, states: Collection[str] | None = None) -> list[GroupListing]:
-        listings = self.coordinator.list_groups(states)
+        """Every group of both types (`GroupListing.group_type`), those in `states` when given."""
+        listings = self.coordinator.list_groups(states) + [
+            GroupListing(group_id, CONSUMER_PROTOCOL_TYPE, state, "consumer")
+            for group_id, state in self.consumer.list_groups(states)
+        ]
         if states and GroupState.EMPTY.value.lower() not in {s.lower() for s in states}:
             return listings
-        known = {g.group_id for g in self.coordinator.list_groups()}
+        known = {g.group_id for g in self.coordinator.list_groups()} | {g for g, _ in self.consumer.list_groups()}
         offsets_only = sorted(self.offsets.groups() - known)
         return listings + [GroupListing(g, CONSUMER_PROTOCOL_TYPE, GroupState.EMPTY.value) for g in offsets_only]
 
     async def delete_group(self, group_id: str) -> int:
-        error = self.coordinator.delete_group(group_id)
+        if group_id in self.consumer:
+            error = self.consumer.delete_group(group_id)
+        else:
+            error = self.coordinator.delete_group(group_id)
         if error == ErrorCode.GROUP_ID_NOT_FOUND and group_id in self.offsets.groups():
             error = ErrorCode.NONE
         if error == 0:
@@ -177,6 +309,11 @@ class GroupService:
         An Empty group (or one known only by its committed offsets) loses the offsets asked for. A "consumer" group
         with members keeps the offsets of topics it subscribes to (GROUP_SUBSCRIBED_TO_TOPIC) and loses the others;
         any other group with members: NON_EMPTY_GROUP."""
+        if group_id in self.consumer:
+            subscribed: frozenset[str] | None = self.consumer.subscribed_topics(group_id)
+            if self.consumer.is_empty(group_id):
+                subscribed = frozenset()
+            return await self._delete_unsubscribed(group_id, partitions, subscribed)
         described = self.coordinator.describe(group_id)
         state = described.state
         if state == GroupState.DEAD.value:
@@ -184,11 +321,16 @@ class GroupService:
                 return ErrorCode.GROUP_ID_NOT_FOUND, {}
             state = GroupState.EMPTY.value
         if state == GroupState.EMPTY.value:
-            subscribed: frozenset[str] | None = frozenset()
+            subscribed = frozenset()
         elif described.protocol_type == CONSUMER_PROTOCOL_TYPE:
             subscribed = self.coordinator.subscribed_topics(group_id)
         else:
             return ErrorCode.NON_EMPTY_GROUP, {}
+        return await self._delete_unsubscribed(group_id, partitions, subscribed)
+
+    async def _delete_unsubscribed(
+        self, group_id: str, partitions: Sequence[tuple[str, int]], subscribed: frozenset[str] | None
+    ) -> tuple[int, dict[tuple[str, int], int]]:
         errors: dict[tuple[str, int], int] = {
             tp: ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC if subscribed is None or tp[0] in subscribed else ErrorCode.NONE
             for tp in partitions
@@ -220,7 +362,10 @@ class GroupService:
             future = self._waiting.pop(ticket, None)
             if future is not None and not future.done():
                 future.set_result(reply)
-        deadline = self.coordinator.next_deadline_ms()
+        deadlines = [
+            d for d in (self.coordinator.next_deadline_ms(), self.consumer.next_deadline_ms()) if d is not None
+        ]
+        deadline = min(deadlines, default=None)
         if deadline == self._timer_at:
             return
         if self._timer is not None:
@@ -234,5 +379,9 @@ class GroupService:
     def _on_timer(self) -> None:
         self._timer = None
         self._timer_at = None
-        self.coordinator.tick(monotonic_ms())
+        now = monotonic_ms()
+        self.coordinator.tick(now)
+        for group_id, member_id in self.consumer.tick(now):
+            logger.info("Consumer group %s: member %s fenced (session or revocation timeout)", group_id, member_id)
+            self._forget_if_unused(group_id)
         self._settle()

@@ -54,6 +54,10 @@ class BrokerConfig:
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1_800_000
     group_initial_rebalance_delay_ms: int = 0
+    group_consumer_session_timeout_ms: int = 45_000  # group.consumer.session.timeout.ms (KIP-848 groups)
+    group_consumer_heartbeat_interval_ms: int = 5_000  # group.consumer.heartbeat.interval.ms
+    group_consumer_assignors: tuple[str, ...] = ("uniform", "range")  # group.consumer.assignors; the first is default
+    group_consumer_max_size: int | None = None  # group.consumer.max.size (None: Kafka's Int.MaxValue)
     transaction_max_timeout_ms: int = 900_000  # transaction.max.timeout.ms: the longest transaction.timeout.ms
     transaction_abort_interval_ms: int = 10_000  # transaction.abort.timed.out.transaction.cleanup.interval.ms
     max_request_partition_size_limit: int = 2000  # DescribeTopicPartitions' cap on partitions per answer
@@ -102,6 +106,23 @@ _DOUBLE_MAX = "1.7976931348623157E308"  # Kafka's Double.MAX_VALUE: no limit
 _DEDUPE_ENTRY_BYTES = 24  # one entry of Kafka's cleaner offset map: a 16-byte key hash and an 8-byte offset
 _B, _S, _I, _L, _LIST = ConfigType.BOOLEAN, ConfigType.STRING, ConfigType.INT, ConfigType.LONG, ConfigType.LIST
 _SHORT = ConfigType.SHORT
+
+_ASSIGNOR_CLASSES = {
+    "org.apache.kafka.coordinator.group.assignor.UniformAssignor": "uniform",
+    "org.apache.kafka.coordinator.group.assignor.RangeAssignor": "range",
+}
+
+
+def _assignor_names(names: Any) -> None:
+    short = [_ASSIGNOR_CLASSES.get(n, n) for n in names]
+    if not short:
+        raise ValueError("At least one assignor must be given")
+    for name in short:
+        if name not in ("uniform", "range"):
+            raise ValueError(f"Invalid value {name}; items must be among: uniform, range")
+    if len(set(short)) != len(short):
+        raise ValueError("Duplicate items; items must be among: uniform, range")
+
 
 _OWN_SETTINGS = [
     BrokerKey(
@@ -161,6 +182,30 @@ _OWN_SETTINGS = [
                 "How long a new group waits for more members before its first rebalance.", read_only=True,
                 note="the default is 0, Kafka's is 3000."),
         "group_initial_rebalance_delay_ms",
+    ),
+    BrokerKey(
+        Setting("group.consumer.session.timeout.ms", _I, "45000",
+                "How long a consumer-protocol (KIP-848) group member may go without heartbeating before it is fenced.",
+                at_least(1), read_only=True),
+        "group_consumer_session_timeout_ms",
+    ),
+    BrokerKey(
+        Setting("group.consumer.heartbeat.interval.ms", _I, "5000",
+                "How often consumer-protocol group members are told to heartbeat.", at_least(1), read_only=True),
+        "group_consumer_heartbeat_interval_ms",
+    ),
+    BrokerKey(
+        Setting("group.consumer.assignors", _LIST, "uniform,range",
+                "The server-side assignors of consumer-protocol groups; the first is the default. Kafka's class names "
+                "of the two are accepted too.", _assignor_names, read_only=True),
+        "group_consumer_assignors", to_field=lambda names: tuple(_ASSIGNOR_CLASSES.get(n, n) for n in names),
+        from_field=",".join,
+    ),
+    BrokerKey(
+        Setting("group.consumer.max.size", _I, str(INT32_MAX),
+                "The most members a consumer-protocol group may have.", at_least(1), read_only=True),
+        "group_consumer_max_size", to_field=lambda n: None if n == INT32_MAX else n,
+        from_field=lambda n: str(INT32_MAX if n is None else n),
     ),
     BrokerKey(
         Setting("transaction.max.timeout.ms", _I, "900000",

@@ -4,7 +4,9 @@
 DescribeGroups, ListGroups, DeleteGroups and the OffsetCommit membership check; the rules and the state table are in
 `_state.py`; the rebalance, timers firing and the reply outbox in `rebalance.py`; members, groups and their
 deadlines in `membership.py`; results and error codes in `results.py`; range/roundrobin/sticky in `assignors.py`;
-the "consumer" protocol bytes in `consumer_protocol.py`. This package imports nothing of KafkaLite's but
+the "consumer" protocol bytes in `consumer_protocol.py`. KIP-848 consumer groups (`group.protocol=consumer`) have their
+own coordinator beside it: `consumer_coordinator.py` (heartbeat, describe, offsets), `consumer_group.py` (epochs,
+states, reconciliation) and `server_assignors.py` (uniform, range). This package imports nothing of KafkaLite's but
 `kafkalite.errors`: no asyncio, no clock, no storage. Time is passed in as `now_ms`.
 """
 
@@ -17,6 +19,15 @@ from kafkalite.groups.assignors import (
     roundrobin_assign,
     sticky_assign,
 )
+from kafkalite.groups.consumer_coordinator import (
+    ConsumerGroupConfig,
+    ConsumerGroupCoordinator,
+    DescribedConsumerGroup,
+    DescribedMember,
+    HeartbeatRequest,
+    TopicImage,
+)
+from kafkalite.groups.consumer_group import ConsumerGroupState
 from kafkalite.groups.consumer_protocol import (
     Assignment,
     StickyUserData,
@@ -52,12 +63,18 @@ __all__ = [
     "Assignment",
     "Assignor",
     "CompletedReply",
+    "ConsumerGroupConfig",
+    "ConsumerGroupCoordinator",
+    "ConsumerGroupState",
+    "DescribedConsumerGroup",
+    "DescribedMember",
     "ErrorCode",
     "GroupConfig",
     "GroupCoordinator",
     "GroupDescription",
     "GroupListing",
     "GroupState",
+    "HeartbeatRequest",
     "HeartbeatResult",
     "JoinMember",
     "JoinPending",
@@ -71,6 +88,7 @@ __all__ = [
     "Subscription",
     "SyncPending",
     "SyncResult",
+    "TopicImage",
     "decode_assignment",
     "decode_sticky_user_data",
     "decode_subscription",

@@ -5,6 +5,9 @@ provided", INT32_MIN) · v4 adds each member's group_instance_id · v5 is the fi
 error_message and answers GROUP_ID_NOT_FOUND for a group that does not exist (KIP-1043); earlier versions describe
 it as state "Dead" with no error.
 
+A KIP-848 consumer group is not described here: v6 answers GROUP_ID_NOT_FOUND "Group X is not a classic group.",
+earlier versions state "Dead" with no error, as Kafka 4 does (ConsumerGroupDescribe describes it).
+
 Member metadata and assignments are filled in only while the group is Stable, as Kafka does. A group known only by
 its committed offsets (after a restart) is described as an Empty "consumer" group by the GroupService.
 """
@@ -22,6 +25,8 @@ DEAD: Final = "Dead"
 
 
 def _group(ctx: RequestContext, group_id: str) -> Any:
+    if ctx.broker.groups.is_consumer_group(group_id):
+        return _not_classic(ctx, group_id)
     described = ctx.broker.groups.describe(group_id)
     code, message = described.error_code, None
     if code == 0 and described.state == DEAD and ctx.version >= 6:
@@ -47,6 +52,21 @@ def _group(ctx: RequestContext, group_id: str) -> Any:
         protocol_type=described.protocol_type,
         protocol_data=described.protocol_name,
         members=members,
+        authorized_operations=INT32_MIN,
+    )
+
+
+def _not_classic(ctx: RequestContext, group_id: str) -> Any:
+    code, message = (GROUP_ID_NOT_FOUND, f"Group {group_id} is not a classic group.") if ctx.version >= 6 else (0, None)
+    return ctx.build(
+        "DescribedGroup",
+        error_code=code,
+        error_message=message,
+        group_id=group_id,
+        group_state=DEAD,
+        protocol_type="",
+        protocol_data="",
+        members=[],
         authorized_operations=INT32_MIN,
     )
 

@@ -4,7 +4,10 @@ v0 and v1 are not served (kio has neither; librdkafka needs some version in 1-2,
 v2+) · v2 adds retention_time_ms, which is ignored (Kafka ignores it since 2.1: offsets.retention.minutes rules) ·
 v3 adds throttle_time_ms · v4 is v3 again · v5 drops retention_time_ms · v6 adds committed_leader_epoch · v7 adds
 group_instance_id (static membership) · v8 is the first flexible version · v9 is v8 again (the new consumer protocol
-may send it; for a classic group the epoch field is the generation) · v10 names topics by id.
+sends it; for a classic group the epoch field is the generation) · v10 names topics by id.
+
+For a KIP-848 consumer group the generation field is the member epoch: the member id must be a current member
+(UNKNOWN_MEMBER_ID) at its current epoch (STALE_MEMBER_EPOCH), and its commits need v9+ (UNSUPPORTED_VERSION).
 
 Each partition is checked here (UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID on v10, OFFSET_METADATA_TOO_LARGE past
 Kafka's 4096-byte `offset.metadata.max.bytes`); the rest are committed together, and the group's verdict on the member
@@ -69,6 +72,7 @@ async def offset_commit(ctx: RequestContext, req: Any) -> Any:
             req.generation_id_or_member_epoch,
             to_commit,
             group_instance_id=getattr(req, "group_instance_id", None),
+            api_version=ctx.version,
         )
     topics = [
         ctx.build(

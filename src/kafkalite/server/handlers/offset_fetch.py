@@ -5,7 +5,8 @@ top-level error_code, and a null topic list means "every partition the group com
 v4 is v3 again · v5 adds committed_leader_epoch · v6 is the first flexible version · v7 adds require_stable: a
 partition whose offset an open transaction is about to change (TxnOffsetCommit not yet committed or aborted)
 answers UNSTABLE_OFFSET_COMMIT (88), and the client retries (KIP-447) · v8 batches groups · v9 adds member_id and
-member_epoch (for the new consumer protocol; classic groups ignore them) · v10 names topics by id.
+member_epoch: for a KIP-848 consumer group a named member must be current (UNKNOWN_MEMBER_ID) at its epoch
+(STALE_MEMBER_EPOCH), the group's error; classic groups ignore both · v10 names topics by id.
 
 A partition without a committed offset answers offset -1, leader epoch -1, metadata "" and no error, as Kafka does.
 """
@@ -79,16 +80,16 @@ async def offset_fetch(ctx: RequestContext, req: Any) -> Any:
     if ctx.version < 8:
         topics = [_topic(ctx, "", req.group_id, entry, stable) for entry in _requested(ctx, req.group_id, req.topics)]
         return ctx.build("OffsetFetchResponse", throttle_time=0, topics=topics, error_code=0)
-    groups = [
-        ctx.build(
-            "OffsetFetchResponseGroup",
-            group_id=group.group_id,
-            topics=[
-                _topic(ctx, "s", group.group_id, entry, stable)
-                for entry in _requested(ctx, group.group_id, group.topics)
-            ],
-            error_code=0,
-        )
-        for group in req.groups
-    ]
+    groups = [_group(ctx, group, stable) for group in req.groups]
     return ctx.build("OffsetFetchResponse", throttle_time=0, groups=groups)
+
+
+def _group(ctx: RequestContext, group: Any, stable: bool) -> Any:
+    member_epoch: int = getattr(group, "member_epoch", -1)
+    code = ctx.broker.groups.validate_offset_fetch(group.group_id, getattr(group, "member_id", None), member_epoch)
+    topics = (
+        []
+        if code
+        else [_topic(ctx, "s", group.group_id, e, stable) for e in _requested(ctx, group.group_id, group.topics)]
+    )
+    return ctx.build("OffsetFetchResponseGroup", group_id=group.group_id, topics=topics, error_code=code)
