@@ -137,6 +137,12 @@ class InvalidProducerEpochError(ProducerFencedError):
     error_code = 47
 
 
+class CoordinatorFencedError(ProducerFencedError):
+    """A transaction marker from a coordinator older than the one that wrote the producer's last marker."""
+
+    error_code = 52  # TRANSACTION_COORDINATOR_FENCED
+
+
 class UnknownProducerIdError(ProducerFencedError):
     """A batch names a producer id that no InitProducerId of this broker returned: ids are the broker's to hand out."""
 

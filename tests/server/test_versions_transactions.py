@@ -286,7 +286,13 @@ async def test_txn_offset_commit_outside_a_transaction(raw: Any, broker: Broker,
         topics=topics,
     )
     codes = [p.error_code for t in response.topics for p in t.partitions]
-    assert codes == [48, 3]  # INVALID_TXN_STATE (offsets not added), UNKNOWN_TOPIC_OR_PARTITION
+    if version >= 5:  # transaction version 2 (KIP-890 part 2): the commit adds `__consumer_offsets` itself
+        assert codes == [0, 3]
+        txn = broker.transactions.describe(f"toc-{version}")
+        assert txn is not None
+        assert txn.partitions == {("__consumer_offsets", 0)}
+    else:
+        assert codes == [48, 3]  # INVALID_TXN_STATE (offsets not added), UNKNOWN_TOPIC_OR_PARTITION
 
 
 @pytest.mark.parametrize("version", RANGES[ApiKey.DESCRIBE_TRANSACTIONS])
