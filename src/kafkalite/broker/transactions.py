@@ -74,7 +74,6 @@ class TransactionService:
         abort_interval_ms: int,
         fsync: bool,
         id_expiration_ms: int = 604_800_000,
-        clock: Callable[[], int] | None = None,
     ) -> None:
         self._broker = broker
         self._log = log  # None until the first transactional id needs `__transaction_state` (`create_log`)
@@ -84,7 +83,6 @@ class TransactionService:
         self._fsync = fsync
         self._abort_interval_s = abort_interval_ms / 1000
         self._id_expiration_ms = id_expiration_ms
-        self._clock = clock or _now_ms  # milliseconds since the epoch; tests pass their own
         self.coordinator = TransactionCoordinator(CoordinatorConfig(max_timeout_ms=max_timeout_ms))
         self._completing: set[str] = set()
         self._sweeper: asyncio.Task[None] | None = None
@@ -145,7 +143,7 @@ class TransactionService:
             result = self.coordinator.init_producer_id(
                 transactional_id,
                 timeout_ms,
-                self._clock(),
+                _now_ms(),
                 fresh_producer_id=fresh,
                 expected_producer_id=producer_id,
                 expected_epoch=producer_epoch,
@@ -160,7 +158,7 @@ class TransactionService:
     async def add_partitions(
         self, transactional_id: str, producer_id: int, epoch: int, partitions: Iterable[TopicPartition]
     ) -> TxnResult:
-        result = self.coordinator.add_partitions(transactional_id, producer_id, epoch, partitions, self._clock())
+        result = self.coordinator.add_partitions(transactional_id, producer_id, epoch, partitions, _now_ms())
         await self._persist(result)
         return result
 
@@ -217,7 +215,7 @@ class TransactionService:
         if bump_epoch and self.coordinator.end_needs_producer_id(transactional_id):
             fresh = await self._allocate()
         result = self.coordinator.end_transaction(
-            transactional_id, producer_id, epoch, commit, self._clock(), bump_epoch=bump_epoch, fresh_producer_id=fresh
+            transactional_id, producer_id, epoch, commit, _now_ms(), bump_epoch=bump_epoch, fresh_producer_id=fresh
         )
         await self._persist_and_complete(result)
         return result
@@ -228,7 +226,7 @@ class TransactionService:
     def list(
         self, states: Iterable[str] = (), producer_ids: Iterable[int] = (), min_duration_ms: int = -1
     ) -> list[TxnMetadata]:
-        return self.coordinator.list_transactions(states, producer_ids, min_duration_ms, self._clock())
+        return self.coordinator.list_transactions(states, producer_ids, min_duration_ms, _now_ms())
 
     # --- completion and timeouts ------------------------------------------------------------------------------
 
@@ -283,7 +281,7 @@ class TransactionService:
             if self._fsync:
                 await asyncio.gather(*(partition.log.sync() for partition in touched))
             log = await self._state_log()
-            await log.write(self.coordinator.complete(tid, self._clock()), sync=False)
+            await log.write(self.coordinator.complete(tid, _now_ms()), sync=False)
             await log.compact_if_due(len(self.coordinator), lambda: [txn.snapshot() for txn in self.coordinator.all()])
         finally:
             if not nested:
@@ -299,7 +297,7 @@ class TransactionService:
 
     async def abort_expired(self, now_ms: int | None = None) -> int:
         """Rule 5: abort every transaction past its timeout; also retry completions a failure left behind."""
-        now = self._clock() if now_ms is None else now_ms
+        now = _now_ms() if now_ms is None else now_ms
         count = 0
         for result in self.coordinator.expire(now):
             assert result.completion is not None
@@ -321,7 +319,7 @@ class TransactionService:
     async def expire_transactional_ids(self, now_ms: int | None = None) -> builtins.list[str]:
         """Rule 7: forget the transactional ids idle for longer than `transactional.id.expiration.ms`, each with a
         tombstone in `__transaction_state` (synced with the broker's fsync), so a restart forgets them too."""
-        now = self._clock() if now_ms is None else now_ms
+        now = _now_ms() if now_ms is None else now_ms
         expired = self.coordinator.expire_ids(now, self._id_expiration_ms)
         if expired:
             await (await self._state_log()).write_tombstones(expired)
