@@ -446,7 +446,7 @@ class Broker:
         if topic == OFFSETS_TOPIC:
             self.offsets.complete_transaction(producer_id, commit)
         logger.info(
-            "Wrote a %s marker of producer %d epoch %d to %s-%d at offset %d (WriteTxnMarkers)",
+            "Wrote the %s marker of producer %d epoch %d to %s-%d at offset %d (WriteTxnMarkers)",
             "commit" if commit else "abort",
             producer_id,
             producer_epoch,
