@@ -183,7 +183,7 @@ def test_hanging_transaction_found_and_aborted_with_the_admin_tools(txn_broker: 
         )
         (state,) = admin.describe_producers([partition])[partition].active_producers
         assert state.current_transaction_start_offset == -1
-        assert "Wrote the abort marker of producer %d" % described.producer_id in txn_broker.log()
+        assert f"Wrote the abort marker of producer {described.producer_id}" in txn_broker.log()
         assert read_values("confluent", txn_broker.bootstrap, topic, "read_committed") == []
         # The coordinator still holds the transaction open: its commit now closes nothing in the partition (the
         # aborted records stay aborted), and the producer goes on with its next transaction.

@@ -518,7 +518,7 @@ async def test_write_txn_markers_aborts_a_hanging_transaction(raw: Any, broker: 
         [(TOPIC, 7, 3), ("no-such-topic", 0, 3)],  # UNKNOWN_TOPIC_OR_PARTITION
         [(TOPIC, 0, 0)],
     ]
-    size, lso, aborted = await fetch_committed(raw, 0)
+    _, lso, aborted = await fetch_committed(raw, 0)
     assert (lso, aborted) == (3, [(pid, 0)])
     (state,) = (await raw.request(61, 0, topics=request)).topics[0].partitions[0].active_producers
     assert (state.coordinator_epoch, state.current_txn_start_offset) == (0, -1)
@@ -538,8 +538,13 @@ async def test_write_txn_markers_aborts_a_hanging_transaction(raw: Any, broker: 
 @pytest.mark.parametrize("version", RANGES[ApiKey.WRITE_TXN_MARKERS])
 async def test_write_txn_markers_empty_and_offsets(raw: Any, broker: Broker, version: int) -> None:
     assert (await raw.request(27, version, markers=[])).markers == ()
-    # A marker on `__consumer_offsets` decides the producer's transactional offsets there.
     await broker.create_topic(TOPIC)
+    known, _ = await init(raw, f"known-{version}")
+    for pid, epoch, code in ((-1, 0, 59), (2**62, 0, 59), (known, -5, 47)):  # ids never handed out, a bad epoch
+        response = await raw.request(27, version, markers=[marker(raw, version, pid, epoch, False, {TOPIC: [0, -1]})])
+        assert [p.error_code for p in response.markers[0].topics[0].partitions] == [code, 3]
+    assert broker.partition(TOPIC, 0).high_watermark == 0
+    # A marker on `__consumer_offsets` decides the producer's transactional offsets there.
     tid = f"offsets-{version}"
     pid, epoch = await init(raw, tid)
     added = await raw.request(25, 3, transactional_id=tid, producer_id=pid, producer_epoch=epoch, group_id="gm")

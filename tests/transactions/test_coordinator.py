@@ -274,7 +274,7 @@ def test_transaction_version_2_epoch_overflow_moves_to_a_new_producer_id() -> No
 
 
 def test_idle_transactional_ids_expire() -> None:
-    coordinator, pid, epoch = started()
+    coordinator, pid, _ = started()
     coordinator.init_producer_id("busy", 10_000, T0, fresh_producer_id=pid + 1)
     coordinator.add_partitions("busy", pid + 1, 0, [TP], T0)
     week = 7 * 24 * 3600 * 1000

@@ -34,6 +34,7 @@ from kafkalite.config import TopicConfig
 from kafkalite.errors import (
     CorruptRecordError,
     DuplicateSequenceError,
+    InvalidProducerEpochError,
     InvalidRecordError,
     PartitionFullError,
     RecordTooLargeError,
@@ -232,6 +233,10 @@ class Partition:
         """Append the commit or abort marker of `producer_id`'s transaction; return its offset. A marker older than
         the producer's epoch here, or than its last marker's coordinator epoch, is refused (`ProducerStateTable.
         check_marker`; `strict_epoch` for transaction version 2 markers, which must be above the producer's epoch)."""
+        if not 0 <= producer_id < self._producer_id_limit():
+            raise UnknownProducerIdError(f"producer id {producer_id} was never handed out by this broker")
+        if producer_epoch < 0:
+            raise InvalidProducerEpochError(f"marker of producer {producer_id} carries epoch {producer_epoch}")
         kind = ControlType.COMMIT if commit else ControlType.ABORT
         now = _now_ms()
         batch = bytearray(build_marker(producer_id, producer_epoch, kind, coordinator_epoch, now_ms=now))
