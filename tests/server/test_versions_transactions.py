@@ -5,6 +5,7 @@ Each response decodes whole (`RawClient.decode_response` checks every byte is co
 
 from __future__ import annotations
 
+import struct
 import time
 from typing import Any
 
@@ -577,3 +578,24 @@ async def test_write_txn_markers_empty_and_offsets(raw: Any, broker: Broker, ver
     stored = broker.offsets.fetch("gm", TOPIC, 0)
     assert stored is not None
     assert stored.offset == 5
+
+
+_MARKER_NULL_TOPICS = b"\x02" + struct.pack(">qh", 1, 0) + b"\x00" + b"\x00" + struct.pack(">i", 0) + b"\x00" + b"\x00"
+
+
+@pytest.mark.parametrize(
+    ("version", "body"),
+    [(1, b"\x00\x00"), (2, b"\x00\x00"), (1, _MARKER_NULL_TOPICS), (2, _MARKER_NULL_TOPICS[:-2] + b"\x00\x00\x00")],
+    ids=["null-markers-v1", "null-markers-v2", "null-topics-v1", "null-topics-v2"],
+)
+async def test_write_txn_markers_null_arrays_close_only_that_connection(
+    connect: Any, version: int, body: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    raw = await connect()
+    frame = struct.pack(">hhih", 27, version, 1, 1) + b"t\x00" + body
+    await raw.send_raw(struct.pack(">i", len(frame)) + frame)
+    assert await raw.is_closed_by_server()
+    assert any("null array in non-nullable field" in r.getMessage() for r in caplog.records)
+    assert not [r for r in caplog.records if r.exc_info is not None]
+    other = await connect()
+    assert (await other.request(18, 3, client_software_name="t", client_software_version="1")).error_code == 0
