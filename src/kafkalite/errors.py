@@ -21,6 +21,7 @@ a lookup table of its own::
     │   ├── DuplicateSequenceError   the batch was already appended; carries the original offsets
     │   ├── OutOfOrderSequenceError  a gap in the sequence (code 45)
     │   ├── InvalidProducerEpochError  an epoch older than the one the broker knows (code 47)
+    │   ├── CoordinatorFencedError   a transaction marker from an older coordinator (code 52)
     │   └── UnknownProducerIdError   a producer id this broker never handed out (code 59)
     ├── RecordTooLargeError          a batch above max.message.bytes (code 10, MESSAGE_TOO_LARGE)
     ├── InvalidRecordError           a key, value or header that is not bytes (also a TypeError), a keyless record on
@@ -135,6 +136,12 @@ class OutOfOrderSequenceError(ProducerFencedError):
 
 class InvalidProducerEpochError(ProducerFencedError):
     error_code = 47
+
+
+class CoordinatorFencedError(ProducerFencedError):
+    """A transaction marker from a coordinator older than the one that wrote the producer's last marker."""
+
+    error_code = 52  # TRANSACTION_COORDINATOR_FENCED
 
 
 class UnknownProducerIdError(ProducerFencedError):

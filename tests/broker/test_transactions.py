@@ -320,3 +320,76 @@ async def test_the_log_cleaner_drops_aborted_data_and_waits_for_open_transaction
         assert partition.last_stable_offset < partition.high_watermark
         # The abort's index entry followed the cleaning into the segment now holding its marker.
         assert [e.producer_id for e in partition.log.aborted_transactions(0, partition.high_watermark)] == [pid]
+
+
+async def test_idle_transactional_ids_expire_with_a_tombstone(tmp_path: Path) -> None:
+    """transactional.id.expiration.ms: an id idle longer than it is forgotten, across a restart too; one with a
+    transaction ongoing is not (the transaction timeout deals with it)."""
+    factory = BrokerFactory("file", tmp_path)
+    async with factory(transactional_id_expiration_ms=60_000, transaction_abort_interval_ms=60_000) as broker:
+        await broker.create_topic(TOPIC)
+        idle_pid, _ = await broker.init_producer_id("idle")
+        await begin(broker, "busy")
+        now = int(time.time() * 1000)
+        assert await broker.transactions.expire_transactional_ids(now) == []
+        assert await broker.transactions.expire_transactional_ids(now + 61_000) == ["idle"]
+        assert broker.transactions.describe("idle") is None
+        assert broker.transactions.describe("busy") is not None
+        state = broker.partition("__transaction_state", 0)
+        last = list(scan_records(state.log, 0))[-1]
+        assert (last.value, last.key is not None) == (None, True)  # the tombstone
+    async with factory(transactional_id_expiration_ms=60_000) as broker:
+        assert broker.transactions.describe("idle") is None
+        assert broker.transactions.describe("busy") is not None
+        pid, epoch = await broker.init_producer_id("idle")  # starts over: a new producer id at epoch 0
+        assert (pid != idle_pid, epoch) == (True, 0)
+
+
+async def test_epoch_overflow_moves_to_a_new_producer_id_and_survives_a_restart(tmp_path: Path) -> None:
+    from kafkalite.transactions.coordinator import MAX_EPOCH
+
+    factory = BrokerFactory("file", tmp_path)
+    async with factory() as broker:
+        await broker.create_topic(TOPIC)
+        pid, _ = await broker.init_producer_id("tx")
+        txn = broker.transactions.describe("tx")
+        assert txn is not None
+        txn.producer_epoch = MAX_EPOCH  # as if 32766 transactions had ended with EndTxn v5
+        await broker.transactions.add_partitions("tx", pid, MAX_EPOCH, [(TOPIC, 0)])
+        await broker.append(TOPIC, 0, txn_batch(pid, MAX_EPOCH, 0, b"x"), transactional_id="tx")
+        ended = await broker.transactions.end_transaction("tx", pid, MAX_EPOCH, commit=True, bump_epoch=True)
+        assert ended.error == 0
+        new_pid = ended.producer_id
+        assert (new_pid != pid, ended.producer_epoch) == (True, 0)
+        marker = read_header(broker.fetch(TOPIC, 0, 1, 1 << 20).records)
+        assert (marker.is_control, marker.producer_id, marker.producer_epoch) == (True, pid, MAX_EPOCH + 1)
+    async with factory() as broker:  # TransactionLogValue v1 kept the previous producer id
+        txn = broker.transactions.describe("tx")
+        assert txn is not None
+        assert (txn.producer_id, txn.producer_epoch, txn.previous_producer_id) == (new_pid, 0, pid)
+        assert (txn.state, txn.client_transaction_version) == (TxnState.COMPLETE_COMMIT, 2)
+        # The new id writes; a late write of the old one is refused.
+        assert (await broker.transactions.add_partitions("tx", new_pid, 0, [(TOPIC, 0)])).error == 0
+        with pytest.raises(errors.KafkaLiteError):
+            await broker.append(TOPIC, 0, txn_batch(pid, MAX_EPOCH, 1, b"late"), transactional_id="tx")
+
+
+def test_transaction_log_values_v0_and_v1() -> None:
+    from kafkalite.broker.transaction_log import decode_value, encode_value, encode_value_v0
+    from kafkalite.transactions import TxnMetadata
+
+    txn = TxnMetadata("t", 5, 3, 60_000, TxnState.ONGOING, {("a", 1), ("a", 0), ("b", 2)}, 100, 200)
+    assert decode_value("t", encode_value_v0(txn)) == txn  # what this broker wrote before: still read
+    plain = encode_value(txn)
+    # v1: version 1, then fields as v0 but compact, and an empty tag buffer when every tagged field is at its default.
+    assert plain[:2] == b"\x00\x01"
+    assert plain[-1:] == b"\x00"
+    assert decode_value("t", plain) == txn
+    txn.previous_producer_id, txn.next_producer_id, txn.client_transaction_version = 4, 9, 2
+    tagged = encode_value(txn)
+    assert tagged.endswith(
+        b"\x03" + b"\x00\x08" + (4).to_bytes(8, "big") + b"\x01\x08" + (9).to_bytes(8, "big") + b"\x02\x02\x00\x02"
+    )
+    assert decode_value("t", tagged) == txn
+    with pytest.raises(errors.CorruptRecordError):
+        decode_value("t", tagged[:-3])

@@ -154,3 +154,45 @@ def _close_quietly(producer: TxnProducer) -> None:
         producer.close()
     except Exception:  # a fenced producer may refuse to close cleanly; the test is about what it did before
         pass
+
+
+def test_hanging_transaction_found_and_aborted_with_the_admin_tools(txn_broker: ServedBroker) -> None:
+    """What `kafka-transactions.sh find-hanging` and `abort` do, with kafka-python's admin client (KIP-664):
+    ListTransactions, DescribeTransactions, DescribeProducers, then WriteTxnMarkers for the producer the partition
+    reports. read_committed consumers then read past the aborted records."""
+    from kafka.admin._transactions import AbortTransactionSpec
+
+    topic = "txn-hanging"
+    producer = TXN_CLIENTS[0](txn_broker.bootstrap, f"{topic}-producer")
+    admin = kafka.KafkaAdminClient(bootstrap_servers=txn_broker.bootstrap)
+    try:
+        producer.begin()
+        producer.send(topic, b"left-open")
+        assert read_values("confluent", txn_broker.bootstrap, topic, "read_committed") == []
+        listed = admin.list_transactions()
+        ids = {t.transactional_id: t for listing in listed.values() for t in listing}
+        assert ids[f"{topic}-producer"].state.value == "Ongoing"
+        described = admin.describe_transactions([f"{topic}-producer"])[f"{topic}-producer"]
+        partition = kafka.structs.TopicPartition(topic, 0)
+        assert described.topic_partitions == {partition}
+        (state,) = admin.describe_producers([partition])[partition].active_producers
+        assert state.current_transaction_start_offset == 0
+        assert state.producer_id == described.producer_id
+        admin.abort_transaction(
+            AbortTransactionSpec(partition, state.producer_id, state.producer_epoch, state.coordinator_epoch)
+        )
+        (state,) = admin.describe_producers([partition])[partition].active_producers
+        assert state.current_transaction_start_offset == -1
+        assert f"Wrote the abort marker of producer {described.producer_id}" in txn_broker.log()
+        assert read_values("confluent", txn_broker.bootstrap, topic, "read_committed") == []
+        # The coordinator still holds the transaction open: its commit now closes nothing in the partition (the
+        # aborted records stay aborted), and the producer goes on with its next transaction.
+        producer.commit()
+        producer.begin()
+        producer.send(topic, b"after")
+        producer.commit()
+        assert read_values("confluent", txn_broker.bootstrap, topic, "read_committed") == [b"after"]
+        assert read_values("confluent", txn_broker.bootstrap, topic, "read_uncommitted") == [b"left-open", b"after"]
+    finally:
+        admin.close()
+        producer.close()

@@ -36,7 +36,8 @@ def test_table_matches_kafkas_valid_previous_states() -> None:
     assert previous[S.EMPTY] == {S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}
     assert previous[S.ONGOING] == {S.EMPTY, S.ONGOING, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}
     assert previous[S.PREPARE_COMMIT] == {S.ONGOING}
-    assert previous[S.PREPARE_ABORT] == {S.ONGOING, S.PREPARE_EPOCH_FENCE}
+    # Kafka 4.0 (KIP-890 part 2): a transaction version 2 abort may start from a state with nothing ongoing.
+    assert previous[S.PREPARE_ABORT] == {S.ONGOING, S.PREPARE_EPOCH_FENCE, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}
     assert previous[S.COMPLETE_COMMIT] == {S.PREPARE_COMMIT}
     assert previous[S.COMPLETE_ABORT] == {S.PREPARE_ABORT}
     assert previous[S.PREPARE_EPOCH_FENCE] == {S.ONGOING}
@@ -124,7 +125,8 @@ def test_epoch_bump_per_transaction_kip_890() -> None:
     coordinator.complete("t1", T0)
     retried = coordinator.end_transaction("t1", pid, epoch, False, T0, bump_epoch=True)
     assert (retried.error, retried.producer_epoch) == (0, epoch + 1)
-    assert coordinator.end_transaction("t1", pid, epoch, True, T0, bump_epoch=True).error == PRODUCER_FENCED
+    # A retry that contradicts the outcome is refused as Kafka does, whatever its epoch.
+    assert coordinator.end_transaction("t1", pid, epoch, True, T0, bump_epoch=True).error == INVALID_TXN_STATE
     # The old epoch can no longer write.
     assert coordinator.add_partitions("t1", pid, epoch, [TP], T0).error == PRODUCER_FENCED
     assert coordinator.add_partitions("t1", pid, epoch + 1, [TP], T0).error == 0
@@ -215,3 +217,71 @@ def test_list_filters() -> None:
     assert [t.transactional_id for t in coordinator.list_transactions(producer_ids=[200])] == ["t2"]
     assert [t.transactional_id for t in coordinator.list_transactions(min_duration_ms=5, now_ms=T0 + 5)] == ["t1"]
     assert coordinator.list_transactions(min_duration_ms=6, now_ms=T0 + 5) == []
+
+
+def test_transaction_version_2_abort_with_nothing_ongoing_bumps_the_epoch() -> None:
+    coordinator, pid, epoch = started()
+    # Version 1: nothing to abort.
+    assert coordinator.end_transaction("t1", pid, epoch, False, T0, bump_epoch=False).error == INVALID_TXN_STATE
+    # Version 2 (EndTxn v5+): the abort bumps the epoch and writes no marker.
+    aborted = coordinator.end_transaction("t1", pid, epoch, False, T0 + 1, bump_epoch=True)
+    assert (aborted.error, aborted.producer_id, aborted.producer_epoch) == (0, pid, epoch + 1)
+    assert aborted.completion is not None
+    assert aborted.completion.partitions == frozenset()
+    assert aborted.changed is not None
+    assert aborted.changed.state is TxnState.PREPARE_ABORT
+    assert aborted.changed.client_transaction_version == 2
+    done = coordinator.complete("t1", T0 + 2)
+    assert (done.state, done.producer_epoch, done.last_producer_epoch) == (TxnState.COMPLETE_ABORT, epoch + 1, epoch)
+    # Its retry gets the same answer; a commit with nothing ongoing stays invalid.
+    retried = coordinator.end_transaction("t1", pid, epoch, False, T0 + 3, bump_epoch=True)
+    assert (retried.error, retried.producer_epoch, retried.changed) == (0, epoch + 1, None)
+    assert coordinator.end_transaction("t1", pid, epoch + 1, True, T0, bump_epoch=True).error == INVALID_TXN_STATE
+    # Another abort from CompleteAbort bumps again.
+    again = coordinator.end_transaction("t1", pid, epoch + 1, False, T0 + 4, bump_epoch=True)
+    assert (again.error, again.producer_epoch) == (0, epoch + 2)
+
+
+def test_transaction_version_2_epoch_overflow_moves_to_a_new_producer_id() -> None:
+    coordinator, pid, _ = started()
+    txn = coordinator.get("t1")
+    assert txn is not None
+    txn.producer_epoch = MAX_EPOCH  # 32766: the last epoch a client is given
+    coordinator.add_partitions("t1", pid, MAX_EPOCH, [TP], T0)
+    assert coordinator.end_needs_producer_id("t1")
+    # Without a fresh id the coordinator asks to be called again (the service allocates one first).
+    waiting = coordinator.end_transaction("t1", pid, MAX_EPOCH, True, T0, bump_epoch=True)
+    assert (waiting.error, waiting.changed) == (CONCURRENT_TRANSACTIONS, None)
+    ended = coordinator.end_transaction("t1", pid, MAX_EPOCH, True, T0, bump_epoch=True, fresh_producer_id=777)
+    assert (ended.error, ended.producer_id, ended.producer_epoch) == (0, 777, 0)
+    assert ended.completion is not None
+    assert (ended.completion.producer_id, ended.completion.producer_epoch) == (pid, MAX_EPOCH + 1)  # 32767
+    assert ended.changed is not None
+    assert (ended.changed.producer_id, ended.changed.next_producer_id) == (pid, 777)
+    done = coordinator.complete("t1", T0 + 1)
+    assert (done.producer_id, done.producer_epoch, done.previous_producer_id, done.next_producer_id) == (
+        777,
+        0,
+        pid,
+        -1,
+    )
+    # A retry of the overflowing EndTxn (old id, last epoch) is recognised through the previous producer id.
+    retried = coordinator.end_transaction("t1", pid, MAX_EPOCH, True, T0 + 2, bump_epoch=True)
+    assert (retried.error, retried.producer_id, retried.producer_epoch) == (0, 777, 0)
+    # The old id is no longer the transactional id's for anything else.
+    assert coordinator.add_partitions("t1", pid, MAX_EPOCH, [TP], T0).error == INVALID_PRODUCER_ID_MAPPING
+    assert coordinator.add_partitions("t1", 777, 0, [TP], T0).error == 0
+
+
+def test_idle_transactional_ids_expire() -> None:
+    coordinator, pid, _ = started()
+    coordinator.init_producer_id("busy", 10_000, T0, fresh_producer_id=pid + 1)
+    coordinator.add_partitions("busy", pid + 1, 0, [TP], T0)
+    week = 7 * 24 * 3600 * 1000
+    assert coordinator.expire_ids(T0 + week, week) == []  # not longer than the expiration yet
+    # Only ids with nothing ongoing expire; an Ongoing one is the timeout's business (rule 5).
+    assert coordinator.expire_ids(T0 + week + 1, week) == ["t1"]
+    assert coordinator.get("t1") is None
+    assert coordinator.get("busy") is not None
+    # An expired id starts over with a new producer id.
+    assert coordinator.needs_producer_id("t1")

@@ -45,7 +45,7 @@ from kafkalite.errors import (
     UnknownTopicError,
 )
 from kafkalite.groups import ConsumerGroupConfig, GroupConfig, TopicImage
-from kafkalite.protocol.records import BatchHeader, Record, RecordToWrite, build_batch
+from kafkalite.protocol.records import BatchHeader, Record, RecordToWrite, build_batch, read_header
 from kafkalite.stats import BrokerStats
 from kafkalite.storage import MemoryLog, PartitionLog
 
@@ -144,6 +144,7 @@ class Broker:
             self._allocate_producer_id,
             max_timeout_ms=self.config.transaction_max_timeout_ms,
             abort_interval_ms=self.config.transaction_abort_interval_ms,
+            id_expiration_ms=self.config.transactional_id_expiration_ms,
             fsync=self.config.fsync,
         )
         await self._transactions.start()
@@ -395,17 +396,32 @@ class Broker:
         return result
 
     async def append(
-        self, topic: str, partition: int, records: bytes | bytearray, *, transactional_id: str | None = None
+        self,
+        topic: str,
+        partition: int,
+        records: bytes | bytearray,
+        *,
+        transactional_id: str | None = None,
+        implicit_add: bool = False,
     ) -> ProduceResult:
         """`produce` without the durability wait: the served Produce appends, then waits apart (`make_durable`).
 
         Transactional batches need `transactional_id`, and the coordinator's consent: the partition is in that
-        id's ongoing transaction and the batch's producer id and epoch are current.
+        id's ongoing transaction and the batch's producer id and epoch are current. With `implicit_add` (Produce
+        v12+, transaction version 2, KIP-890 part 2) the partition is first added to the transaction.
         """
         self._check_open()
         target = self.partition(topic, partition)
         if transactional_id is None:
             return await target.append(records)
+        if implicit_add:
+            header = read_header(records)
+            if header.is_transactional and not header.is_control:
+                code = await self.transactions.add_implicitly(
+                    transactional_id, header.producer_id, header.producer_epoch, (topic, partition)
+                )
+                if code:
+                    _refuse_transactional(transactional_id, header, topic, partition, code)
         return await target.append(records, self._transactional_check(transactional_id, topic, partition))
 
     def _transactional_check(self, transactional_id: str, topic: str, partition: int) -> Callable[[BatchHeader], None]:
@@ -415,17 +431,43 @@ class Broker:
             code = transactions.check_write(
                 transactional_id, header.producer_id, header.producer_epoch, (topic, partition)
             )
-            if not code:
-                return
-            reason = (
-                f"transactional_id={transactional_id} producer {header.producer_id} epoch {header.producer_epoch} "
-                f"may not write to {topic}-{partition}: {error_name(code)}"
-            )
-            if code in (47, 90):  # Produce answers a fenced epoch with INVALID_PRODUCER_EPOCH (47), as Kafka does
-                raise InvalidProducerEpochError(reason)
-            raise TransactionError(reason, code)
+            if code:
+                _refuse_transactional(transactional_id, header, topic, partition, code)
 
         return check
+
+    async def write_marker(
+        self,
+        topic: str,
+        partition: int,
+        producer_id: int,
+        producer_epoch: int,
+        *,
+        commit: bool,
+        coordinator_epoch: int,
+        strict_epoch: bool = False,
+    ) -> int:
+        """WriteTxnMarkers: a commit or abort marker for `producer_id` written to one partition (offsets held in
+        `__consumer_offsets` by that producer then count or vanish), durable before this returns; its offset."""
+        self._check_open()
+        target = self.partition(topic, partition)
+        offset = await target.write_marker(
+            producer_id, producer_epoch, commit, coordinator_epoch, strict_epoch=strict_epoch
+        )
+        if topic == OFFSETS_TOPIC:
+            self.offsets.complete_transaction(producer_id, commit)
+        logger.info(
+            "Wrote the %s marker of producer %d epoch %d to %s-%d at offset %d (WriteTxnMarkers)",
+            "commit" if commit else "abort",
+            producer_id,
+            producer_epoch,
+            topic,
+            partition,
+            offset,
+        )
+        if self.config.fsync:
+            await target.log.sync()
+        return offset
 
     async def make_durable(self, topic: str, partition: int) -> None:
         """Return once every byte appended to the partition so far is on disk (at once with fsync off)."""
@@ -641,3 +683,13 @@ class Broker:
 
 def _fields(config: BrokerConfig) -> dict[str, Any]:
     return {name: getattr(config, name) for name in config.__dataclass_fields__}
+
+
+def _refuse_transactional(transactional_id: str, header: BatchHeader, topic: str, partition: int, code: int) -> None:
+    reason = (
+        f"transactional_id={transactional_id} producer {header.producer_id} epoch {header.producer_epoch} "
+        f"may not write to {topic}-{partition}: {error_name(code)}"
+    )
+    if code in (47, 90):  # Produce answers a fenced epoch with INVALID_PRODUCER_EPOCH (47), as Kafka does
+        raise InvalidProducerEpochError(reason)
+    raise TransactionError(reason, code)

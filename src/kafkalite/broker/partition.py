@@ -34,13 +34,14 @@ from kafkalite.config import TopicConfig
 from kafkalite.errors import (
     CorruptRecordError,
     DuplicateSequenceError,
+    InvalidProducerEpochError,
     InvalidRecordError,
     PartitionFullError,
     RecordTooLargeError,
     TransactionError,
     UnknownProducerIdError,
 )
-from kafkalite.protocol.control_records import ControlType, build_marker, control_type
+from kafkalite.protocol.control_records import ControlType, build_marker, control_type, marker_coordinator_epoch
 from kafkalite.protocol.records import (
     NO_PRODUCER_ID,
     BatchHeader,
@@ -84,6 +85,7 @@ class ProducerDescription:
     last_sequence: int
     last_timestamp: int
     current_txn_start_offset: int
+    coordinator_epoch: int = -1  # of the last marker written for it; -1 before any
 
 
 TxnCheck = Callable[[BatchHeader], None]
@@ -225,12 +227,23 @@ class Partition:
         if max_bytes > 0 and self.log.size_bytes + size > max_bytes:
             raise PartitionFullError(f"partition {self.topic}-{self.index} is full ({max_bytes} bytes)")
 
-    async def write_marker(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int) -> int:
-        """Append the commit or abort marker of `producer_id`'s transaction; return its offset."""
+    async def write_marker(
+        self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int, *, strict_epoch: bool = False
+    ) -> int:
+        """Append the commit or abort marker of `producer_id`'s transaction; return its offset. A marker older than
+        the producer's epoch here, or than its last marker's coordinator epoch, is refused (`ProducerStateTable.
+        check_marker`; `strict_epoch` for transaction version 2 markers, which must be above the producer's epoch)."""
+        if not 0 <= producer_id < self._producer_id_limit():
+            raise UnknownProducerIdError(f"producer id {producer_id} was never handed out by this broker")
+        if producer_epoch < 0:
+            raise InvalidProducerEpochError(f"marker of producer {producer_id} carries epoch {producer_epoch}")
         kind = ControlType.COMMIT if commit else ControlType.ABORT
-        batch = bytearray(build_marker(producer_id, producer_epoch, kind, coordinator_epoch, now_ms=_now_ms()))
+        now = _now_ms()
+        batch = bytearray(build_marker(producer_id, producer_epoch, kind, coordinator_epoch, now_ms=now))
         async with self.lock:
+            self.producers.check_marker(producer_id, producer_epoch, coordinator_epoch, strict=strict_epoch)
             offset, _ = self.log.append(batch, read_header(batch))
+            self.producers.observe_marker(producer_id, producer_epoch, coordinator_epoch, now)
             self._close_transaction(producer_id, offset, commit)
         self._wake_readers()
         logger.debug(
@@ -273,6 +286,7 @@ class Partition:
                     entry.last_sequence if entry else -1,
                     entry.last_timestamp if entry else -1,
                     -1 if first is None else first,
+                    entry.coordinator_epoch if entry else -1,
                 )
             )
         return described
@@ -329,6 +343,13 @@ class Partition:
         kind = control_type(chunk, pos, header)
         if kind is None:
             return
+        try:
+            coordinator_epoch = marker_coordinator_epoch(chunk, pos)
+        except CorruptRecordError:
+            coordinator_epoch = -1
+        self.producers.observe_marker(
+            header.producer_id, header.producer_epoch, coordinator_epoch, header.max_timestamp
+        )
         first = self.transactions.close(header.producer_id)
         if kind is ControlType.ABORT and first is not None and not self.log.has_aborted_transaction(header.base_offset):
             lso = self.transactions.last_stable_offset(header.base_offset + 1)

@@ -6,7 +6,11 @@ The rules (Kafka's, for a producer with `enable.idempotence=true`):
 - a batch equal to one of the last `CACHED_BATCHES` appended batches is a duplicate: it is acknowledged with the
   original offsets and not appended again (this is what makes a producer's retry after a lost response safe);
 - otherwise the base sequence must follow the last one (wrapping at 2^31), else OUT_OF_ORDER_SEQUENCE_NUMBER;
-- a producer id never seen here is accepted at any sequence, as state may have been lost to retention.
+- a producer id never seen here is accepted at any sequence, as state may have been lost to retention;
+- a transaction marker (`check_marker`, then `observe_marker`) must not carry an older epoch than the producer's
+  (INVALID_PRODUCER_EPOCH; with transaction version 2, KIP-1228, not an equal one either) nor an older coordinator
+  epoch than the last marker's (TRANSACTION_COORDINATOR_FENCED); a marker with a newer epoch (KIP-890 part 2 bumps
+  the epoch at every EndTxn) moves the producer to it, so a late write of the old epoch is fenced here too.
 
 The table is rebuilt on start from the batch headers in the log (`observe`), so it survives restarts and crashes.
 """
@@ -16,7 +20,12 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from kafkalite.errors import DuplicateSequenceError, InvalidProducerEpochError, OutOfOrderSequenceError
+from kafkalite.errors import (
+    CoordinatorFencedError,
+    DuplicateSequenceError,
+    InvalidProducerEpochError,
+    OutOfOrderSequenceError,
+)
 from kafkalite.protocol.records import BatchHeader
 
 CACHED_BATCHES = 5  # Kafka keeps the last 5: max.in.flight.requests.per.connection for idempotence
@@ -36,6 +45,7 @@ class ProducerEntry:
     epoch: int
     batches: deque[AppendedBatch] = field(default_factory=lambda: deque(maxlen=CACHED_BATCHES))
     last_timestamp: int = -1  # max timestamp of its last batch (DescribeProducers)
+    coordinator_epoch: int = -1  # of the last marker written for it (DescribeProducers; fences older coordinators)
 
     @property
     def last_sequence(self) -> int:
@@ -86,12 +96,42 @@ class ProducerStateTable:
         """Record an appended batch (its header already carries the assigned base offset)."""
         entry = self._producers.get(header.producer_id)
         if entry is None or header.producer_epoch != entry.epoch:
+            previous = entry
             entry = ProducerEntry(header.producer_epoch)
+            entry.coordinator_epoch = previous.coordinator_epoch if previous else -1
             self._producers[header.producer_id] = entry
         entry.batches.append(
             AppendedBatch(header.base_sequence, _last_sequence(header), header.base_offset, header.last_offset)
         )
         entry.last_timestamp = header.max_timestamp
+
+    def check_marker(self, producer_id: int, epoch: int, coordinator_epoch: int, *, strict: bool = False) -> None:
+        """Raise if a marker of `producer_id` at `epoch` must not be written (`strict`: transaction version 2 markers
+        carry an epoch bumped past the producer's, so an equal one is a late duplicate)."""
+        entry = self._producers.get(producer_id)
+        if entry is None:
+            return
+        if epoch < entry.epoch or (strict and epoch == entry.epoch):
+            raise InvalidProducerEpochError(
+                f"marker of producer {producer_id} carries epoch {epoch}, "
+                f"{'not above' if strict else 'older than'} the last seen epoch {entry.epoch}"
+            )
+        if coordinator_epoch < entry.coordinator_epoch:
+            raise CoordinatorFencedError(
+                f"marker of producer {producer_id} carries coordinator epoch {coordinator_epoch}, older than "
+                f"{entry.coordinator_epoch}"
+            )
+
+    def observe_marker(self, producer_id: int, epoch: int, coordinator_epoch: int, timestamp: int) -> None:
+        """Record a written marker: a newer epoch replaces the entry (its sequences start again at 0)."""
+        entry = self._producers.get(producer_id)
+        if entry is None or epoch > entry.epoch:
+            previous = entry
+            entry = ProducerEntry(epoch)
+            entry.coordinator_epoch = previous.coordinator_epoch if previous else -1
+            self._producers[producer_id] = entry
+        entry.coordinator_epoch = max(entry.coordinator_epoch, coordinator_epoch)
+        entry.last_timestamp = timestamp
 
     def entries(self) -> dict[int, ProducerEntry]:
         """Producer id → its entry (read-only view for DescribeProducers)."""

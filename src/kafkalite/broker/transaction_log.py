@@ -1,18 +1,25 @@
 """The transaction coordinator's durable state: one record per change, in the internal topic `__transaction_state`.
 
-Records use Kafka's own schemas (TransactionLogKey v0, TransactionLogValue v0), so Kafka tooling can read the topic:
+Records use Kafka's own schemas (TransactionLogKey v0, TransactionLogValue v0 and v1), so Kafka tooling can read the
+topic:
 
     key   int16 version = 0, string transactional_id
     value int16 version = 0, int64 producer_id, int16 producer_epoch, int32 transaction_timeout_ms,
           int8 state (TxnState.code), [string topic, [int32 partition]] partitions (int32 counts, -1 = null),
           int64 last_update_timestamp_ms, int64 start_timestamp_ms
-    (strings are int16 length + UTF-8)
+          (strings are int16 length + UTF-8)
+    value int16 version = 1 (flexible, what this broker writes, as Kafka does from transaction version 1 on): the same
+          fields, with compact strings and arrays (unsigned varint length + 1, 0 = null) and an empty tag buffer
+          after each partitions entry, then the tagged fields: 0 previous_producer_id (int64, -1 when absent),
+          1 next_producer_id (int64, -1), 2 client_transaction_version (int16, 0); a field at its default is left out
+    tombstone: the key with a null value, written when a transactional id expires (rule 7); it forgets the id
 
 The coordinator's table in memory is the source of answers; this log is its durable copy, replayed on start (the last
-record of a transactional id wins). A change is written and, when the broker fsyncs, synced before the client hears
-of it, so a restart never forgets a bump it answered. Compaction is `OffsetManager`'s simple scheme: once the log holds
-`COMPACT_RATIO` times more records than live ids, the live table is appended as one batch and everything before it
-deleted. One partition holds every transactional id (a single broker coordinates them all).
+record of a transactional id wins, a tombstone removes it). A change is written and, when the broker fsyncs, synced
+before the client hears of it, so a restart never forgets a bump it answered. Compaction is `OffsetManager`'s simple
+scheme: once the log holds `COMPACT_RATIO` times more records than live ids, the live table is appended as one batch
+and everything before it deleted (tombstones with it: the ids they forgot are not in the table). One partition holds
+every transactional id (a single broker coordinates them all).
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ TRANSACTION_STATE_TOPIC = "__transaction_state"
 COMPACT_RATIO = 4
 COMPACT_MIN_RECORDS = 10_000
 _VERSION = 0
+_FLEXIBLE_VERSION = 1
 
 
 class _Reader:
@@ -47,6 +55,40 @@ class _Reader:
         values = struct.unpack_from(fmt, self.data, self.pos)
         self.pos += size
         return values
+
+    def uvarint(self) -> int:
+        value, shift = 0, 0
+        while True:
+            (byte,) = self.unpack(">B")
+            value |= (byte & 0x7F) << shift
+            if not byte & 0x80:
+                return value
+            shift += 7
+            if shift > 28:
+                raise CorruptRecordError("transaction state varint is longer than 5 bytes")
+
+    def take(self, size: int) -> bytes:
+        if size < 0 or self.pos + size > len(self.data):
+            raise CorruptRecordError(f"transaction state field of {size} bytes overruns its record")
+        self.pos += size
+        return self.data[self.pos - size : self.pos]
+
+    def compact_string(self) -> str:
+        length = self.uvarint() - 1
+        if length < 0:
+            raise CorruptRecordError("null topic name in a transaction state record")
+        return self.take(length).decode()
+
+    def tags(self) -> list[tuple[int, _Reader]]:
+        """The tagged fields: (tag, a reader over its bytes)."""
+        fields = []
+        for _ in range(self.uvarint()):
+            tag = self.uvarint()
+            fields.append((tag, _Reader(self.take(self.uvarint()))))
+        return fields
+
+    def skip_tags(self) -> None:
+        self.tags()
 
     def string(self) -> str:
         (length,) = self.unpack(">h")
@@ -73,7 +115,55 @@ def decode_key(data: bytes) -> str:
     return reader.string()
 
 
+def _uvarint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _compact_string(text: str) -> bytes:
+    data = text.encode()
+    return _uvarint(len(data) + 1) + data
+
+
+_TAG_PREVIOUS_PRODUCER_ID, _TAG_NEXT_PRODUCER_ID, _TAG_CLIENT_TRANSACTION_VERSION = 0, 1, 2
+
+
 def encode_value(txn: TxnMetadata) -> bytes:
+    """TransactionLogValue v1 (flexible)."""
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in sorted(txn.partitions):
+        by_topic.setdefault(topic, []).append(partition)
+    parts = [
+        struct.pack(">hqhib", _FLEXIBLE_VERSION, txn.producer_id, txn.producer_epoch, txn.timeout_ms, txn.state.code),
+        _uvarint(len(by_topic) + 1),
+    ]
+    for topic, partitions in by_topic.items():
+        parts += [
+            _compact_string(topic),
+            _uvarint(len(partitions) + 1),
+            struct.pack(f">{len(partitions)}i", *partitions),
+            b"\x00",
+        ]
+    parts.append(struct.pack(">qq", txn.last_update_ms, txn.start_ms))
+    tags = []
+    if txn.previous_producer_id != -1:
+        tags.append((_TAG_PREVIOUS_PRODUCER_ID, struct.pack(">q", txn.previous_producer_id)))
+    if txn.next_producer_id != -1:
+        tags.append((_TAG_NEXT_PRODUCER_ID, struct.pack(">q", txn.next_producer_id)))
+    if txn.client_transaction_version != 0:
+        tags.append((_TAG_CLIENT_TRANSACTION_VERSION, struct.pack(">h", txn.client_transaction_version)))
+    parts.append(_uvarint(len(tags)))
+    for tag, data in tags:
+        parts += [_uvarint(tag), _uvarint(len(data)), data]
+    return b"".join(parts)
+
+
+def encode_value_v0(txn: TxnMetadata) -> bytes:
+    """TransactionLogValue v0 (what this broker wrote before v1; kept for tests of the replay of old logs)."""
     by_topic: dict[str, list[int]] = {}
     for topic, partition in sorted(txn.partitions):
         by_topic.setdefault(topic, []).append(partition)
@@ -88,20 +178,33 @@ def encode_value(txn: TxnMetadata) -> bytes:
 
 
 def decode_value(transactional_id: str, data: bytes) -> TxnMetadata:
+    """TransactionLogValue v0 or v1; unknown tagged fields are skipped, as Kafka's readers do."""
     reader = _Reader(data)
     version, producer_id, epoch, timeout_ms, state = reader.unpack(">hqhib")
-    if version != _VERSION:
+    if version not in (_VERSION, _FLEXIBLE_VERSION):
         raise CorruptRecordError(f"transaction log value version {version} is not supported")
+    flexible = version == _FLEXIBLE_VERSION
     partitions: set[tuple[str, int]] = set()
-    (topics,) = reader.unpack(">i")
+    topics = reader.uvarint() - 1 if flexible else reader.unpack(">i")[0]
     for _ in range(max(topics, 0)):
-        topic = reader.string()
-        (count,) = reader.unpack(">i")
+        topic = reader.compact_string() if flexible else reader.string()
+        count = reader.uvarint() - 1 if flexible else reader.unpack(">i")[0]
         partitions.update((topic, index) for index in reader.unpack(f">{max(count, 0)}i"))
+        if flexible:
+            reader.skip_tags()
     last_update, start = reader.unpack(">qq")
-    return TxnMetadata(
+    txn = TxnMetadata(
         transactional_id, producer_id, epoch, timeout_ms, TxnState.from_code(state), partitions, start, last_update
     )
+    if flexible:
+        for tag, field in reader.tags():
+            if tag == _TAG_PREVIOUS_PRODUCER_ID:
+                (txn.previous_producer_id,) = field.unpack(">q")
+            elif tag == _TAG_NEXT_PRODUCER_ID:
+                (txn.next_producer_id,) = field.unpack(">q")
+            elif tag == _TAG_CLIENT_TRANSACTION_VERSION:
+                (txn.client_transaction_version,) = field.unpack(">h")
+    return txn
 
 
 class TransactionLog:
@@ -117,10 +220,13 @@ class TransactionLog:
         """Every transactional id's last recorded state."""
         latest: dict[str, TxnMetadata] = {}
         for record in scan_records(self._partition.log, 0):
-            if record.key is None or record.value is None:
+            if record.key is None:
                 continue
             try:
                 transactional_id = decode_key(record.key)
+                if record.value is None:  # a tombstone: the id expired
+                    latest.pop(transactional_id, None)
+                    continue
                 latest[transactional_id] = decode_value(transactional_id, record.value)
             except (CorruptRecordError, ValueError, UnicodeDecodeError) as exc:
                 logger.error(
@@ -140,6 +246,15 @@ class TransactionLog:
         self._live.update(txn.transactional_id for txn in states)
         self._records_in_log += len(records)
         if self._fsync and sync:
+            await self._partition.log.sync()
+
+    async def write_tombstones(self, transactional_ids: list[str]) -> None:
+        """Append a tombstone (the key, a null value) per expired id, as one batch; synced with the broker's fsync."""
+        records = [RecordToWrite(None, encode_key(tid)) for tid in transactional_ids]
+        await self._partition.append(build_batch(records, now_ms=int(time.time() * 1000)))
+        self._live.difference_update(transactional_ids)
+        self._records_in_log += len(records)
+        if self._fsync:
             await self._partition.log.sync()
 
     async def compact_if_due(self, live_count: int, snapshot: Callable[[], list[TxnMetadata]]) -> None:

@@ -4,7 +4,8 @@ It owns what the coordinator must not touch: persistence (`transaction_log`, in 
 created on first use, as Kafka creates it), new producer
 ids (from the broker's durable allocator), the markers (`Partition.write_marker` on every partition of a completing
 transaction, then `OffsetManager.complete_transaction` for `__consumer_offsets`), transactional offset commits, and
-the sweep that aborts transactions past their timeout (every `transaction_abort_interval_ms`).
+the sweep that aborts transactions past their timeout and forgets transactional ids idle for longer than
+`transactional.id.expiration.ms` (a tombstone each in the log), every `transaction_abort_interval_ms`.
 
 Order of a completion, so that a crash at any point recovers (rule 6 of `transactions/_state.py`):
   1. the Prepare* state is persisted (synced) before the client is answered or any marker is written;
@@ -26,6 +27,7 @@ of it meanwhile, so no lock is needed.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
@@ -33,7 +35,7 @@ from typing import TYPE_CHECKING
 
 from kafkalite.broker.offsets import OFFSETS_TOPIC
 from kafkalite.broker.transaction_log import TransactionLog
-from kafkalite.errors import KafkaLiteError
+from kafkalite.errors import KafkaLiteError, ProducerFencedError
 from kafkalite.transactions import (
     Completion,
     CoordinatorConfig,
@@ -71,6 +73,7 @@ class TransactionService:
         max_timeout_ms: int,
         abort_interval_ms: int,
         fsync: bool,
+        id_expiration_ms: int = 604_800_000,
     ) -> None:
         self._broker = broker
         self._log = log  # None until the first transactional id needs `__transaction_state` (`create_log`)
@@ -79,6 +82,7 @@ class TransactionService:
         self._allocate = allocate_producer_id
         self._fsync = fsync
         self._abort_interval_s = abort_interval_ms / 1000
+        self._id_expiration_ms = id_expiration_ms
         self.coordinator = TransactionCoordinator(CoordinatorConfig(max_timeout_ms=max_timeout_ms))
         self._completing: set[str] = set()
         self._sweeper: asyncio.Task[None] | None = None
@@ -167,6 +171,16 @@ class TransactionService:
         """AddOffsetsToTxn: the group's offsets partition joins the transaction (one partition holds every group)."""
         return await self.add_partitions(transactional_id, producer_id, epoch, [(OFFSETS_TOPIC, 0)])
 
+    async def add_implicitly(
+        self, transactional_id: str, producer_id: int, epoch: int, partition: TopicPartition
+    ) -> int:
+        """Transaction version 2: a Produce v12+ or TxnOffsetCommit v5+ adds its partition to the transaction (the
+        AddPartitionsToTxn a version 1 client sends itself); 0 or the Kafka error code. Free when it is already in."""
+        if self.coordinator.check_write(transactional_id, producer_id, epoch, partition) == NONE:
+            return NONE
+        result = await self.add_partitions(transactional_id, producer_id, epoch, [partition])
+        return result.error
+
     async def commit_offsets(
         self,
         transactional_id: str,
@@ -174,8 +188,15 @@ class TransactionService:
         producer_id: int,
         epoch: int,
         commits: list[tuple[str, int, int, str, int]],
+        *,
+        implicit_add: bool = False,
     ) -> int:
-        """TxnOffsetCommit: write the offsets as part of the transaction; 0 or the Kafka error code."""
+        """TxnOffsetCommit: write the offsets as part of the transaction; 0 or the Kafka error code. With
+        `implicit_add` (v5+, transaction version 2) `__consumer_offsets` joins the transaction here."""
+        if implicit_add:
+            error = await self.add_implicitly(transactional_id, producer_id, epoch, (OFFSETS_TOPIC, 0))
+            if error:
+                return error
         error = self.coordinator.check_write(transactional_id, producer_id, epoch, (OFFSETS_TOPIC, 0))
         if error:
             return error
@@ -188,9 +209,13 @@ class TransactionService:
     async def end_transaction(
         self, transactional_id: str, producer_id: int, epoch: int, commit: bool, *, bump_epoch: bool = False
     ) -> TxnResult:
-        """EndTxn: prepare, write the markers, complete; answered once the outcome is durable everywhere."""
+        """EndTxn: prepare, write the markers, complete; answered once the outcome is durable everywhere. With
+        `bump_epoch` (v5+) an epoch about to overflow takes a fresh producer id, allocated durably first."""
+        fresh = None
+        if bump_epoch and self.coordinator.end_needs_producer_id(transactional_id):
+            fresh = await self._allocate()
         result = self.coordinator.end_transaction(
-            transactional_id, producer_id, epoch, commit, _now_ms(), bump_epoch=bump_epoch
+            transactional_id, producer_id, epoch, commit, _now_ms(), bump_epoch=bump_epoch, fresh_producer_id=fresh
         )
         await self._persist_and_complete(result)
         return result
@@ -243,9 +268,13 @@ class TransactionService:
                 except KafkaLiteError:
                     logger.warning("Transaction %s: partition %s-%d is gone, no marker written", tid, topic, index)
                     continue
-                await partition.write_marker(
-                    completion.producer_id, completion.producer_epoch, completion.commit, COORDINATOR_EPOCH
-                )
+                try:
+                    await partition.write_marker(
+                        completion.producer_id, completion.producer_epoch, completion.commit, COORDINATOR_EPOCH
+                    )
+                except ProducerFencedError as exc:  # a newer epoch already wrote there: this marker is superseded
+                    logger.warning("Transaction %s: no marker written to %s-%d: %s", tid, topic, index, exc)
+                    continue
                 if topic == OFFSETS_TOPIC:
                     self._broker.offsets.complete_transaction(completion.producer_id, completion.commit)
                 touched.append(partition)
@@ -287,11 +316,23 @@ class TransactionService:
                 await self._complete(completion)
         return count
 
+    async def expire_transactional_ids(self, now_ms: int | None = None) -> builtins.list[str]:
+        """Rule 7: forget the transactional ids idle for longer than `transactional.id.expiration.ms`, each with a
+        tombstone in `__transaction_state` (synced with the broker's fsync), so a restart forgets them too."""
+        now = _now_ms() if now_ms is None else now_ms
+        expired = self.coordinator.expire_ids(now, self._id_expiration_ms)
+        if expired:
+            await (await self._state_log()).write_tombstones(expired)
+            for tid in expired:
+                logger.info("Transactional id %s expired: idle for more than %d ms", tid, self._id_expiration_ms)
+        return expired
+
     async def _sweep_loop(self) -> None:
         while True:
             await asyncio.sleep(self._abort_interval_s)
             try:
                 await self.abort_expired()
+                await self.expire_transactional_ids()
             except Exception:  # a failed pass (a full disk) must not end the sweep: the next one retries
                 logger.exception("Transaction timeout sweep failed; retrying in %ss", self._abort_interval_s)
 

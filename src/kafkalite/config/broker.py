@@ -60,6 +60,7 @@ class BrokerConfig:
     group_consumer_max_size: int | None = None  # group.consumer.max.size (None: Kafka's Int.MaxValue)
     transaction_max_timeout_ms: int = 900_000  # transaction.max.timeout.ms: the longest transaction.timeout.ms
     transaction_abort_interval_ms: int = 10_000  # transaction.abort.timed.out.transaction.cleanup.interval.ms
+    transactional_id_expiration_ms: int = 604_800_000  # transactional.id.expiration.ms: idle ids are forgotten
     max_request_partition_size_limit: int = 2000  # DescribeTopicPartitions' cap on partitions per answer
     topic_defaults: Mapping[str, str] = field(default_factory=dict)  # broker-wide overrides of topic config defaults
     static_settings: Mapping[str, str] = field(default_factory=dict)  # key=value as loaded (server.properties)
@@ -217,6 +218,13 @@ _OWN_SETTINGS = [
         Setting("transaction.abort.timed.out.transaction.cleanup.interval.ms", _I, "10000",
                 "How often transactions past their timeout are looked for and aborted.", at_least(1), read_only=True),
         "transaction_abort_interval_ms",
+    ),
+    BrokerKey(
+        Setting("transactional.id.expiration.ms", _I, "604800000",
+                "How long a transactional id with no transaction ongoing is kept without any request before the "
+                "transaction coordinator forgets it.", between(1, INT32_MAX), read_only=True,
+                note="looked for at every transaction.abort.timed.out.transaction.cleanup.interval.ms."),
+        "transactional_id_expiration_ms",
     ),
     BrokerKey(
         Setting("max.request.partition.size.limit", _I, "2000",

@@ -26,15 +26,22 @@ Rules (each is what Apache Kafka's TransactionCoordinator does; `coordinator.py`
    transaction, else INVALID_TXN_STATE (48).
 4. EndTxn (END) moves Ongoing to PrepareCommit or PrepareAbort; the broker then writes a marker to every partition
    of the transaction and completes it (MARKERS_WRITTEN → CompleteCommit/CompleteAbort, partitions cleared).
-   With EndTxn v5+ (KIP-890 part 2) the epoch is bumped at END, so the markers and the next transaction carry the
-   new epoch and a late write of the old one is fenced; the answer carries the new epoch. A retried EndTxn that
-   matches the completed outcome succeeds again; one that contradicts it, or EndTxn with nothing ongoing, gets
-   INVALID_TXN_STATE.
+   With EndTxn v5+ (KIP-890 part 2, transaction version 2) the epoch is bumped at END, so the markers and the next
+   transaction carry the new epoch and a late write of the old one is fenced; the answer carries the new epoch. At
+   the last epoch (32766) the markers carry 32767 and the transactional id moves on to a new producer id at epoch 0
+   once they are written (the old one is kept as the previous producer id, so a retried EndTxn of it is known).
+   Also in version 2, an abort with nothing ongoing (Empty, Complete*) bumps the epoch without markers: a client
+   recovers from an abortable error that way. A retried EndTxn that matches the completed outcome succeeds again;
+   one that contradicts it, or a commit with nothing ongoing, gets INVALID_TXN_STATE.
+   With version 2 the client sends no AddPartitionsToTxn or AddOffsetsToTxn: the broker adds a partition when a
+   Produce v12+ writes to it, and `__consumer_offsets` when a TxnOffsetCommit v5+ commits (ADD_PARTITIONS as in 3).
 5. A transaction Ongoing for longer than its timeout is aborted by the coordinator on its own (TIMEOUT): the epoch is
    bumped first, so the producer learns of it by being fenced at its next request, then markers are written.
 6. On start the state is replayed from the log; a transaction found in PrepareCommit/PrepareAbort is completed
    (markers written again: a duplicate marker is harmless), one in PrepareEpochFence is aborted, one Ongoing is
    aborted by rule 5 no later than its timeout after its start.
+7. A transactional id whose state is Empty, CompleteCommit or CompleteAbort and that has not changed for
+   `transactional.id.expiration.ms` is forgotten (Dead), and the log records a tombstone for it.
 """
 
 from __future__ import annotations
@@ -94,6 +101,8 @@ TRANSITIONS: dict[tuple[TxnState, TxnEvent], TxnState] = {
     **{(state, E.ADD_PARTITIONS): S.ONGOING for state in (S.EMPTY, S.ONGOING, *COMPLETE)},
     (S.ONGOING, E.END_COMMIT): S.PREPARE_COMMIT,
     (S.ONGOING, E.END_ABORT): S.PREPARE_ABORT,
+    # Transaction version 2 (EndTxn v5+): an abort with nothing ongoing still bumps the epoch (no markers to write).
+    **{(state, E.END_ABORT): S.PREPARE_ABORT for state in (S.EMPTY, *COMPLETE)},
     (S.ONGOING, E.TIMEOUT): S.PREPARE_ABORT,
     (S.ONGOING, E.FENCE): S.PREPARE_EPOCH_FENCE,
     (S.PREPARE_EPOCH_FENCE, E.ABORT_FENCED): S.PREPARE_ABORT,

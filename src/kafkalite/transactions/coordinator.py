@@ -45,6 +45,9 @@ class TxnMetadata:
     start_ms: int = -1  # when the ongoing transaction began; -1 when none is ongoing
     last_update_ms: int = -1
     last_producer_epoch: int = -1  # the epoch before a KIP-890 bump at EndTxn, so a retried EndTxn is recognised
+    previous_producer_id: int = -1  # the id before an epoch overflow at EndTxn v5 (so its retry is recognised)
+    next_producer_id: int = -1  # the id an overflowing EndTxn v5 moves on to once its markers are written
+    client_transaction_version: int = 0  # 2 once the client ended a transaction with EndTxn v5+ (KIP-890 part 2)
 
     def snapshot(self) -> TxnMetadata:
         return replace(self, partitions=set(self.partitions))
@@ -222,21 +225,44 @@ class TransactionCoordinator:
 
     # --- EndTxn ----------------------------------------------------------------------------------------------
 
-    def end_transaction(
-        self, transactional_id: str, producer_id: int, epoch: int, commit: bool, now_ms: int, *, bump_epoch: bool
-    ) -> TxnResult:
-        """Rule 4: prepare the commit or abort; with `bump_epoch` (EndTxn v5+) the epoch goes up here."""
+    def end_needs_producer_id(self, transactional_id: str) -> bool:
+        """Whether an EndTxn v5+ now would overflow the epoch and so needs a fresh producer id (rule 4)."""
         txn = self._txns.get(transactional_id)
-        if txn is None or txn.producer_id != producer_id:
+        return txn is not None and txn.producer_epoch >= MAX_EPOCH
+
+    def end_transaction(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        epoch: int,
+        commit: bool,
+        now_ms: int,
+        *,
+        bump_epoch: bool,
+        fresh_producer_id: int | None = None,
+    ) -> TxnResult:
+        """Rule 4: prepare the commit or abort; with `bump_epoch` (EndTxn v5+, transaction version 2) the epoch goes
+        up here, and past the last epoch the id moves on to `fresh_producer_id` once the markers are written."""
+        txn = self._txns.get(transactional_id)
+        if txn is None:
             return TxnResult(INVALID_PRODUCER_ID_MAPPING)
         done = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
-        if bump_epoch and epoch == txn.last_producer_epoch and epoch == txn.producer_epoch - 1:
-            # A retry of the EndTxn that bumped the epoch: same outcome again, anything else is stale.
+        retry_on_overflow = (
+            bump_epoch
+            and producer_id == txn.previous_producer_id
+            and epoch == txn.last_producer_epoch == MAX_EPOCH
+            and txn.producer_epoch == 0
+        )
+        if txn.producer_id != producer_id and not retry_on_overflow:
+            return TxnResult(INVALID_PRODUCER_ID_MAPPING)
+        retry_on_bump = bump_epoch and epoch == txn.last_producer_epoch and epoch == txn.producer_epoch - 1
+        if retry_on_overflow or retry_on_bump:
+            # A retry of the EndTxn that bumped the epoch: the same outcome again; anything else contradicts it.
             if txn.state is done:
                 return TxnResult(NONE, txn.producer_id, txn.producer_epoch)
             if txn.state in PREPARING:
                 return TxnResult(CONCURRENT_TRANSACTIONS)
-            return TxnResult(PRODUCER_FENCED)
+            return TxnResult(INVALID_TXN_STATE)
         if epoch < txn.producer_epoch:
             return TxnResult(PRODUCER_FENCED)
         if epoch > txn.producer_epoch:
@@ -246,19 +272,35 @@ class TransactionCoordinator:
             return TxnResult(CONCURRENT_TRANSACTIONS if txn.state is wanted else INVALID_TXN_STATE)
         if txn.state is done and not bump_epoch:
             return TxnResult(NONE, txn.producer_id, txn.producer_epoch)
-        if txn.state is not TxnState.ONGOING:
+        empty_abort = bump_epoch and not commit and txn.state is not TxnState.ONGOING
+        if txn.state is not TxnState.ONGOING and not empty_abort:
             return TxnResult(INVALID_TXN_STATE)
+        if bump_epoch and txn.producer_epoch >= MAX_EPOCH and fresh_producer_id is None:
+            return TxnResult(CONCURRENT_TRANSACTIONS)  # the caller allocates an id and asks again
         txn.state = transition(txn.state, TxnEvent.END_COMMIT if commit else TxnEvent.END_ABORT)
-        if bump_epoch and txn.producer_epoch < MAX_EPOCH:
+        txn.client_transaction_version = 2 if bump_epoch else 0
+        if empty_abort:
+            txn.partitions.clear()
+        if bump_epoch:
             txn.last_producer_epoch = txn.producer_epoch
-            txn.producer_epoch += 1
+            txn.producer_epoch += 1  # at most 32767, the epoch of the last markers before a new id
+            if txn.producer_epoch > MAX_EPOCH:
+                assert fresh_producer_id is not None
+                txn.next_producer_id = fresh_producer_id
         txn.last_update_ms = now_ms
-        return TxnResult(NONE, txn.producer_id, txn.producer_epoch, changed=txn.snapshot(), completion=_completion(txn))
+        answer_id, answer_epoch = (
+            (txn.next_producer_id, 0) if txn.next_producer_id >= 0 else (txn.producer_id, txn.producer_epoch)
+        )
+        return TxnResult(NONE, answer_id, answer_epoch, changed=txn.snapshot(), completion=_completion(txn))
 
     def complete(self, transactional_id: str, now_ms: int) -> TxnMetadata:
-        """The markers of a prepared transaction are written: CompleteCommit/CompleteAbort, partitions cleared."""
+        """The markers of a prepared transaction are written: CompleteCommit/CompleteAbort, partitions cleared; an
+        overflowed epoch moves on to the next producer id at epoch 0 (the old id is kept as the previous one)."""
         txn = self._txns[transactional_id]
         txn.state = transition(txn.state, TxnEvent.MARKERS_WRITTEN)
+        if txn.next_producer_id >= 0:
+            txn.previous_producer_id, txn.producer_id = txn.producer_id, txn.next_producer_id
+            txn.producer_epoch, txn.last_producer_epoch, txn.next_producer_id = 0, MAX_EPOCH, -1
         txn.partitions.clear()
         txn.start_ms = -1
         txn.last_update_ms = now_ms
@@ -278,6 +320,23 @@ class TransactionCoordinator:
                 txn.last_update_ms = now_ms
                 expired.append(TxnResult(NONE, changed=txn.snapshot(), completion=_completion(txn)))
         return expired
+
+    def expire_ids(self, now_ms: int, expiration_ms: int) -> list[str]:
+        """Rule 7: forget the ids idle (Empty, CompleteCommit, CompleteAbort) for longer than `expiration_ms`; the
+        caller writes a tombstone for each."""
+        idle = (TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT)
+        expired = [
+            tid
+            for tid, txn in self._txns.items()
+            if txn.state in idle and txn.last_update_ms >= 0 and now_ms - txn.last_update_ms > expiration_ms
+        ]
+        for tid in expired:
+            del self._txns[tid]
+        return expired
+
+    def forget(self, transactional_id: str) -> None:
+        """Replay of a tombstone: the id expired before the restart."""
+        self._txns.pop(transactional_id, None)
 
     # --- listing ---------------------------------------------------------------------------------------------
 

@@ -53,6 +53,7 @@ from kafkalite.server.handlers import (
     sasl_handshake,
     sync_group,
     txn_offset_commit,
+    write_txn_markers,
 )
 
 __all__ = [
@@ -108,4 +109,5 @@ __all__ = [
     "sasl_handshake",
     "sync_group",
     "txn_offset_commit",
+    "write_txn_markers",
 ]

@@ -1,7 +1,8 @@
 """DescribeProducers (API key 61), version 0 (KIP-664; flexible).
 
 Per requested partition, the producers the partition knows: producer id and epoch, last sequence and timestamp of
-their batches, the coordinator epoch (always 0 here: one broker coordinates every transaction), and the offset
+their batches, the coordinator epoch of the last marker written for them (-1 before any; this broker's coordinator
+writes 0, as the one coordinator it has always had), and the offset
 where their open transaction began in this partition (-1 when none is open). An unknown topic or partition answers
 UNKNOWN_TOPIC_OR_PARTITION for it.
 """
@@ -34,7 +35,7 @@ def _partition(ctx: RequestContext, topic: str, index: int) -> Any:
             producer_epoch=state.producer_epoch,
             last_sequence=state.last_sequence,
             last_timestamp=state.last_timestamp,
-            coordinator_epoch=0,
+            coordinator_epoch=state.coordinator_epoch,
             current_txn_start_offset=state.current_txn_start_offset,
         )
         for state in partition.describe_producers()

@@ -1,8 +1,10 @@
 """EndTxn (API key 26), versions 0-5.
 
 v1 is v0 again · v2 may answer PRODUCER_FENCED (KIP-588; older versions get INVALID_PRODUCER_EPOCH) · v3 is the
-first flexible version · v4 may answer TRANSACTION_ABORTABLE (KIP-890), never needed here · v5 (KIP-890 part 2)
-bumps the producer epoch at the end of every transaction and answers the new producer_id and producer_epoch.
+first flexible version · v4 may answer TRANSACTION_ABORTABLE (KIP-890), never needed here · v5 (KIP-890 part 2,
+transaction version 2) bumps the producer epoch at the end of every transaction and answers the new producer_id and
+producer_epoch: past epoch 32766 a new producer id at epoch 0; an abort with no transaction ongoing is valid (it
+bumps the epoch, writing no marker); a retry of an EndTxn that bumped the epoch gets the same answer again.
 
 Commits or aborts: the coordinator prepares the outcome (persisted), writes a marker to every partition of the
 transaction, syncs them, completes, and only then answers, so a read_committed consumer can see a committed

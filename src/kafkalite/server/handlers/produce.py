@@ -2,8 +2,9 @@
 
 v3 is the first with RecordBatch v2 and transactional_id · v5 adds log_start_offset · v8 adds record_errors (filled
 for keyless records refused by a compacted topic, as Kafka does) and error_message · v9 is the first flexible
-version · v10 adds the current-leader hints (tagged) · v11 is v10 again (KIP-890 marker) · v12 is v11 again · v13
-names topics by id instead of by name.
+version · v10 adds the current-leader hints (tagged) · v11 is v10 again (KIP-890 marker) · v12 is v11 again on the
+wire, but a transactional batch adds its partition to the transaction (KIP-890 part 2, transaction version 2: the
+client sends no AddPartitionsToTxn) · v13 names topics by id instead of by name.
 Versions 0-2 (legacy message sets) are not served: librdkafka needs v3+ before it uses RecordBatch v2 at all.
 
 Records stay opaque bytes from the request to the partition's log. acks=0 gets no response; an acks=0 produce that
@@ -11,7 +12,8 @@ fails closes the connection, Kafka's only way to tell such a producer. Unknown t
 broker allows it. `timeout_ms` is ignored: with one replica nothing waits for followers.
 
 Transactional batches (KIP-98) need the request's transactional_id, a partition added to that id's ongoing
-transaction (else INVALID_TXN_STATE, 48: the KIP-890 part 1 check a partition leader makes), the current producer
+transaction (else INVALID_TXN_STATE, 48: the KIP-890 part 1 check a partition leader makes; from v12 the partition is
+added here first), the current producer
 epoch (else INVALID_PRODUCER_EPOCH, 47, which the client reports as fenced) and the next sequence (else
 OUT_OF_ORDER_SEQUENCE_NUMBER, 45). Each such refusal is logged with the client and the transactional id.
 
@@ -47,6 +49,7 @@ from kafkalite.server.handlers._common import (
 from kafkalite.server.handlers._transactions import refused
 
 INVALID_REQUIRED_ACKS = 21
+FIRST_IMPLICIT_ADD = 12  # KIP-890 part 2: a transactional batch adds its partition to the transaction
 CORRUPT_MESSAGE = 2
 
 # One partition's outcome before it becomes a kio class: (index, error code, message, base offset, log append time,
@@ -67,7 +70,9 @@ async def _append_partition(
     if records is None:
         return _failed(index, CORRUPT_MESSAGE, "null records")
     try:
-        result = await ctx.broker.append(topic, index, records, transactional_id=transactional_id)
+        result = await ctx.broker.append(
+            topic, index, records, transactional_id=transactional_id, implicit_add=ctx.version >= FIRST_IMPLICIT_ADD
+        )
     except Exception as e:
         code = error_code(e)
         if transactional_id is not None:

@@ -3,11 +3,13 @@
 v1 is v0 again · v2 adds committed_leader_epoch · v3 adds generation_id, member_id and group_instance_id, so the group
 fences a zombie member's commits (KIP-447), and may answer PRODUCER_FENCED (older versions get
 INVALID_PRODUCER_EPOCH) · v3 is also the first flexible version · v4 may answer TRANSACTION_ABORTABLE (KIP-890),
-never needed here · v5 is v4 again.
+never needed here · v5 is v4 again on the wire, but is what a transaction version 2 client sends without
+AddOffsetsToTxn (KIP-890 part 2): the commit adds `__consumer_offsets` to the transaction itself. A version 1 client
+uses v4 at most.
 
-The offsets are written into `__consumer_offsets` as part of the producer's transaction (AddOffsetsToTxn must have
-added it) and become visible to OffsetFetch only when the transaction commits; an abort drops them. A v3+ request
-naming a member is checked against the group like an OffsetCommit (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID,
+The offsets are written into `__consumer_offsets` as part of the producer's transaction (through v4, AddOffsetsToTxn
+must have added it) and become visible to OffsetFetch only when the transaction commits; an abort drops them. A v3+
+request naming a member is checked against the group like an OffsetCommit (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID,
 FENCED_INSTANCE_ID). Partitions of unknown topics answer UNKNOWN_TOPIC_OR_PARTITION; the rest are written together.
 """
 
@@ -22,6 +24,7 @@ from kafkalite.server.handlers._common import error_code
 from kafkalite.server.handlers._transactions import answer_code, refused
 
 FIRST_FENCED_VERSION = 3
+FIRST_IMPLICIT_ADD = 5  # KIP-890 part 2: the commit adds `__consumer_offsets` to the transaction itself
 
 
 def _partition_error(ctx: RequestContext, topic: str, index: int) -> int:
@@ -42,7 +45,12 @@ async def _commit(ctx: RequestContext, req: Any, commits: list[tuple[str, int, i
             refused(ctx, req.transactional_id, group_error, f"group {req.group_id} member {member_id}")
             return int(group_error)
     code = await ctx.broker.transactions.commit_offsets(
-        req.transactional_id, req.group_id, req.producer_id, req.producer_epoch, commits
+        req.transactional_id,
+        req.group_id,
+        req.producer_id,
+        req.producer_epoch,
+        commits,
+        implicit_add=ctx.version >= FIRST_IMPLICIT_ADD,
     )
     return answer_code(ctx, req.transactional_id, code, FIRST_FENCED_VERSION)
 
