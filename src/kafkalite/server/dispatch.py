@@ -52,7 +52,6 @@ if TYPE_CHECKING:
     from kafkalite.broker import Broker
     from kafkalite.security.service import Security
     from kafkalite.security.session import Session
-    from kafkalite.security.settings import SecuritySettings
 
 log = logging.getLogger("kafkalite.server")
 
@@ -329,9 +328,16 @@ async def _authorized(ctx: RequestContext, handler: Handler, request: Any, sessi
     return complete(response)
 
 
-async def failed_authentication(session: Session, peer: str, settings: SecuritySettings) -> None:
-    """What every refused login gets: a log line with the peer, a delay (connection.failed.authentication.delay.ms)
-    so that guessing is slow, then the connection closes after the answer. No hint about which part was wrong."""
-    log.warning("Failed authentication with %s (SASL mechanism %s)", peer, session.mechanism or "none")
+async def failed_authentication(session: Session, security: Security) -> None:
+    """What every refused login gets: a WARNING line with the peer, the mechanism and the user name claimed (never
+    a password or token; rate-limited by `Security.failed_logins`), a delay (connection.failed.authentication.delay.ms)
+    so that guessing is slow, then the connection closes after the answer. The client gets no hint about which part
+    was wrong."""
+    security.failed_logins.warning(
+        "Failed SASL authentication from %s: principal %s, mechanism %s",
+        session.peer,
+        session.claimed_principal,
+        session.mechanism or "none",
+    )
     session.close_after_answer = True
-    await asyncio.sleep(settings.failed_authentication_delay_ms / 1000)
+    await asyncio.sleep(security.settings.failed_authentication_delay_ms / 1000)
