@@ -51,7 +51,7 @@ import logging
 import socket
 import ssl
 from collections import Counter, deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
@@ -238,8 +238,10 @@ class KafkaServer:
         security: Security | None = None,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         shutdown_grace_s: float = 10.0,
+        settings: Mapping[str, str] | None = None,
     ) -> None:
         self.broker = broker
+        self._given_settings = dict(settings or {})
         if listeners is None:
             listeners = (
                 Listener("PLAINTEXT", SecurityProtocol.PLAINTEXT, host, port, advertised_host, advertised_port),
@@ -290,15 +292,17 @@ class KafkaServer:
 
     def _server_info(self, bound: _Bound) -> ServerInfo:
         """What handlers on `bound` are told: its advertised address, and the server's own Kafka settings."""
-        settings = (
-            ("listeners", ",".join(f"{b.listener.name}://{b.listener.host}:{b.port}" for b in self._bound)),
-            (
-                "advertised.listeners",
-                ",".join(f"{b.listener.name}://{b.advertised_host}:{b.advertised_port}" for b in self._bound),
+        settings = {
+            **self._given_settings,  # as the operator wrote them (server.properties, --override, properties=)
+            # The listeners as bound (a port 0 resolved), whether given or from the host/port shorthand.
+            "listeners": ",".join(f"{b.listener.name}://{b.listener.host}:{b.port}" for b in self._bound),
+            "advertised.listeners": ",".join(
+                f"{b.listener.name}://{b.advertised_host}:{b.advertised_port}" for b in self._bound
             ),
-            ("socket.request.max.bytes", str(self.max_frame_bytes)),
-        )
-        return ServerInfo(self.broker.node_id, bound.advertised_host, bound.advertised_port, settings)
+        }
+        if self.max_frame_bytes != DEFAULT_MAX_FRAME_BYTES:
+            settings["socket.request.max.bytes"] = str(self.max_frame_bytes)
+        return ServerInfo(self.broker.node_id, bound.advertised_host, bound.advertised_port, tuple(settings.items()))
 
     @property
     def bootstrap(self) -> str:
@@ -350,6 +354,8 @@ class KafkaServer:
                 if bound.server is not None:
                     bound.server.close()
             raise
+        for bound in self._bound:  # every listener's port is known now: each describes all of them as bound
+            bound.info = self._server_info(bound)
         idle_ms = self.security.settings.connections_max_idle_ms
         if idle_ms > 0:
             self._sweeper = asyncio.get_running_loop().create_task(self._close_idle(idle_ms / 1000))
