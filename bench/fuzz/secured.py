@@ -76,7 +76,7 @@ def served_secured_broker(log_path: Path) -> Iterator[SecuredTarget]:
         )
         with log_path.open("w") as log:
             process = subprocess.Popen(
-                [*cli, "serve", "--config", str(config), "--fsync", "never"],
+                [*cli, "serve", "--config", str(config), "--fsync", "never", "--no-http"],
                 stdout=subprocess.PIPE,
                 stderr=log,
                 text=True,
