@@ -63,7 +63,7 @@ def _start(workdir: Path) -> tuple[subprocess.Popen[str], dict[str, str]]:
         )
     )
     process = subprocess.Popen(
-        [sys.executable, "-m", "kafkalite.cli", "serve", "--config", str(config), "--fsync", "never"],
+        [sys.executable, "-m", "kafkalite.cli", "serve", "--config", str(config), "--fsync", "never", "--no-http"],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,

@@ -92,7 +92,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(
                     f"fuzzing secured listeners of kafkalite serve (pid {secured.process.pid}): {args.frames:,} frames"
                 )
-                figures = fuzz_secured(secured, advertised_pairs(), args.frames, args.seed)
+                figures = fuzz_secured(
+                    secured, advertised_pairs(), args.frames, args.seed, connections=args.connections
+                )
         else:
             with served_broker(log) as target:
                 print(f"fuzzing kafkalite serve (pid {target.process.pid}, port {target.port}): {args.frames:,} frames")

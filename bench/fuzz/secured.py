@@ -76,7 +76,7 @@ def served_secured_broker(log_path: Path) -> Iterator[SecuredTarget]:
         )
         with log_path.open("w") as log:
             process = subprocess.Popen(
-                [*cli, "serve", "--config", str(config), "--fsync", "never"],
+                [*cli, "serve", "--config", str(config), "--fsync", "never", "--no-http"],
                 stdout=subprocess.PIPE,
                 stderr=log,
                 text=True,
@@ -146,14 +146,25 @@ def _hostile_token(rng: random.Random, mechanism: str) -> bytes:
 
 
 class SecuredFuzzSession:
+    """One stream of hostile connections, one at a time; several run side by side on one `Tally` (`fuzz_secured`),
+    and the one with `probes` also runs the two probers."""
+
     def __init__(
-        self, target: SecuredTarget, pairs: list[tuple[int, int]], *, seed: int, probe_bound_s: float = 5.0
+        self,
+        target: SecuredTarget,
+        pairs: list[tuple[int, int]],
+        *,
+        seed: int,
+        probe_bound_s: float = 5.0,
+        tally: Tally | None = None,
+        probes: bool = True,
     ) -> None:
         self.target = target
         self.pairs = pairs
         self.rng = random.Random(seed)
         self.probe_bound_s = probe_bound_s
-        self.tally = Tally()
+        self.tally = tally if tally is not None else Tally()
+        self.probes = probes
         self._correlation = 0
         self._tls_client = ssl.create_default_context(cafile=str(target.ca_file))
 
@@ -163,7 +174,11 @@ class SecuredFuzzSession:
 
     async def run(self, frames: int) -> Tally:
         stop = asyncio.Event()
-        probers = [asyncio.create_task(self._probe_sasl(stop)), asyncio.create_task(self._probe_tls(stop))]
+        probers = (
+            [asyncio.create_task(self._probe_sasl(stop)), asyncio.create_task(self._probe_tls(stop))]
+            if self.probes
+            else []
+        )
         for _ in range(frames):
             self.tally.frames += 1
             kind = self.rng.choice(("pre-auth frame", "sasl exchange", "tls garbage"))
@@ -324,11 +339,27 @@ def _decoded(frame: Frame, answer: bytes) -> Any:
     return response
 
 
-def fuzz_secured(target: SecuredTarget, pairs: list[tuple[int, int]], frames: int, seed: int) -> dict[str, object]:
-    """One secured session against `target`; its figures, with log tracebacks and memory as `fuzz` reports them."""
+async def _sessions(
+    target: SecuredTarget, pairs: list[tuple[int, int]], frames: int, seed: int, connections: int
+) -> Tally:
+    """`connections` sessions side by side (seeds derived from `seed`), `frames` shared out among them."""
+    tally = Tally()
+    sessions = [
+        SecuredFuzzSession(target, pairs, seed=seed * 1009 + i, tally=tally, probes=i == 0) for i in range(connections)
+    ]
+    shares = [frames // connections + (1 if i < frames % connections else 0) for i in range(connections)]
+    await asyncio.gather(*(session.run(share) for session, share in zip(sessions, shares, strict=True)))
+    return tally
+
+
+def fuzz_secured(
+    target: SecuredTarget, pairs: list[tuple[int, int]], frames: int, seed: int, *, connections: int = 1
+) -> dict[str, object]:
+    """Secured sessions against `target` (`connections` of them at once); their figures, with log tracebacks and
+    memory as `fuzz` reports them."""
     rss_before = target.rss_bytes()
     began = time.perf_counter()
-    tally = asyncio.run(SecuredFuzzSession(target, pairs, seed=seed).run(frames))
+    tally = asyncio.run(_sessions(target, pairs, frames, seed, max(1, connections)))
     findings = list(tally.findings) + [f"broker log: {line}" for line in target.tracebacks()]
     if not target.alive():
         findings.append("the broker exited")

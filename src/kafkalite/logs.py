@@ -17,6 +17,8 @@ from __future__ import annotations
 import copy
 import logging
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 LINE_FORMAT = "%(asctime)s | %(levelname)s | %(component)s | %(message)s"
@@ -64,3 +66,46 @@ def configure_logging(level: str | int = "INFO", log_file: str | Path | None = N
         handler._kafkalite = True  # type: ignore[attr-defined]
         root.addHandler(handler)
     root.propagate = False
+
+
+class RateLimitedWarnings:
+    """WARNING lines that a flood of events cannot turn into a flood of lines.
+
+    At most `burst` lines per `period_s` go out; past that, events are only counted, and the first line let through
+    after the period ends says how many were left out. For events a stranger can cause at will (a failed TLS
+    handshake, a refused login), so that a scanner or a password guesser cannot fill the disk or bury other lines.
+    `clock` is monotonic seconds (a parameter for tests).
+    """
+
+    def __init__(
+        self,
+        logger: logging.Logger,
+        *,
+        burst: int = 20,
+        period_s: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._logger = logger
+        self._burst = burst
+        self._period_s = period_s
+        self._clock = clock
+        self._window_start = -period_s
+        self._in_window = 0
+        self.suppressed = 0  # events not logged since the last line that went out
+
+    def warning(self, message: str, *args: object) -> bool:
+        """Log `message % args` unless this period's lines are used up; True when it was logged."""
+        now = self._clock()
+        if now - self._window_start >= self._period_s:
+            self._window_start = now
+            self._in_window = 0
+        if self._in_window >= self._burst:
+            self.suppressed += 1
+            return False
+        self._in_window += 1
+        if self.suppressed:
+            message += " (%d more like it not logged in the last %.0f s)"
+            args = (*args, self.suppressed, self._period_s)
+            self.suppressed = 0
+        self._logger.warning(message, *args)
+        return True

@@ -67,7 +67,7 @@ group.min.session.timeout.ms=1000
 """
     )
     process = subprocess.Popen(
-        [sys.executable, "-m", "kafkalite.cli", "serve", "--config", str(config), "--fsync", "never"],
+        [sys.executable, "-m", "kafkalite.cli", "serve", "--config", str(config), "--fsync", "never", "--no-http"],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,

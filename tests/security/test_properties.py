@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkalite.config import TOPIC_SETTINGS
-from kafkalite.config.server_keys import SERVE_KEYS
+from kafkalite.config import BROKER_SETTINGS, TOPIC_SETTINGS, ConfigType
 from kafkalite.errors import InvalidConfigError
 from kafkalite.security.settings import ClientAuth, SecurityProtocol
 from kafkalite.server.properties import load, parse_override, read_properties
@@ -151,10 +150,18 @@ def test_security_settings() -> None:
     assert security.reauthentication_ms == 60000
 
 
-def test_every_table_key_has_a_type_and_doc() -> None:
-    for name, key in SERVE_KEYS.items():
-        assert key.type in {"string", "int", "long", "short", "double", "boolean", "list", "password"}, name
-        assert key.doc, name
+def test_every_server_key_is_a_row_of_the_broker_table_and_passwords_are_sensitive() -> None:
+    server = {name: key.setting for name, key in BROKER_SETTINGS.items() if key.server}
+    assert {"listeners", "ssl.client.auth", "sasl.enabled.mechanisms", "super.users", "max.connections"} <= set(server)
+    for name, setting in server.items():
+        assert setting.doc, name
+        assert setting.sensitive == (setting.type is ConfigType.PASSWORD), name
+    assert {name for name, setting in server.items() if setting.sensitive} == {
+        "ssl.keystore.password",
+        "ssl.key.password",
+        "ssl.truststore.password",
+        "sasl.jaas.config",
+    }
 
 
 def test_override_syntax() -> None:

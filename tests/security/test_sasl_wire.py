@@ -121,7 +121,11 @@ async def test_refusals_give_no_hint_wait_and_close(
     assert answer.error_code == SASL_AUTHENTICATION_FAILED
     assert answer.error_message == REFUSAL.format(mechanism)
     assert await client.is_closed_by_server()
-    assert any("Failed authentication with 127.0.0.1" in r.getMessage() for r in caplog.records)
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Failed SASL authentication")]
+    assert len(lines) == 1
+    assert lines[0].startswith("Failed SASL authentication from 127.0.0.1:")
+    assert lines[0].endswith(f": principal User:{user}, mechanism {mechanism}")
+    assert password not in lines[0]
 
 
 async def test_requests_before_authentication_close_the_connection(connect: Connect) -> None:

@@ -20,18 +20,19 @@ TIMEOUT_S = 10.0
 
 
 class WireClient:
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, client_id: str = "t") -> None:
         self.reader = reader
         self.writer = writer
+        self.client_id = client_id
         self.correlation_id = 0
 
     @classmethod
-    async def connect(cls, port: int, tls: ssl.SSLContext | None = None) -> WireClient:
+    async def connect(cls, port: int, tls: ssl.SSLContext | None = None, client_id: str = "t") -> WireClient:
         reader, writer = await asyncio.wait_for(
             asyncio.open_connection("127.0.0.1", port, ssl=tls, server_hostname="localhost" if tls else None),
             TIMEOUT_S,
         )
-        return cls(reader, writer)
+        return cls(reader, writer, client_id)
 
     def encode(self, api_key: int, version: int, **fields: Any) -> bytes:
         request_type = load_request_schema(api_key, version)
@@ -39,7 +40,10 @@ class WireClient:
         header_cls = request_type.__header_schema__
         buffer = io.BytesIO()
         header = header_cls(
-            request_api_key=api_key, request_api_version=version, correlation_id=self.correlation_id, client_id="t"
+            request_api_key=api_key,
+            request_api_version=version,
+            correlation_id=self.correlation_id,
+            client_id=self.client_id,
         )
         entity_writer(header_cls)(buffer, header)
         entity_writer(request_type)(buffer, build(request_type, fields))

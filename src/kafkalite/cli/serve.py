@@ -199,6 +199,7 @@ async def _serve(settings: ServeSettings, http: tuple[str, int] | None) -> None:
             listeners=settings.listeners,
             security_settings=settings.security,
             max_frame_bytes=settings.max_frame_bytes,
+            settings=settings.server_settings,
         )
         try:
             await server.start()

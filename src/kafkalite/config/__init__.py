@@ -4,6 +4,7 @@
 - `topic`: `TOPIC_SETTINGS` (every topic config Kafka defines) and `TopicConfig` (one topic's values).
 - `broker`: `BROKER_SETTINGS`, `BrokerConfig`, `load_properties` (`key=value` → `BrokerConfig`) and
   `describe_broker`.
+- `server_settings`: the table's rows for the running server (listeners, TLS, SASL, authorizer, limits).
 
 A leaf package: it imports nothing of KafkaLite's but `kafkalite.errors`, so the broker, the server and the CLI
 can all read it.

@@ -6,8 +6,8 @@ value lives:
   between the Kafka value and the field (`log.retention.check.interval.ms` is milliseconds, the field seconds);
 - `topic_config`: the topic config it is the cluster-wide default of (`log.retention.ms` → `retention.ms`), stored in
   `BrokerConfig.topic_defaults` under the topic config's name;
-- `server`: a setting of the running server (`listeners`, `advertised.listeners`), which the server layer applies
-  and supplies when the broker is described;
+- `server`: a setting of the running server (`config.server_settings`: listeners, TLS, SASL, the authorizer,
+  connection limits), which the server layer applies and supplies when the broker is described;
 - none of these: a key Kafka needs for a cluster and a single broker has no use for (replication factors, thread
   counts, quorum voters), accepted so that a stock `server.properties` starts unchanged, and reported as set.
 
@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkalite.config.schema import INT32_MAX, ConfigSource, ConfigType, Setting, at_least, between, one_of, table
+from kafkalite.config.server_settings import SERVER_SETTINGS
 from kafkalite.config.topic import BROKER_SYNONYMS, TOPIC_SETTINGS, ConfigEntry, ConfigSynonym, validate_config
 from kafkalite.errors import InvalidConfigError
 
@@ -263,27 +264,7 @@ _OWN_SETTINGS = [
         Setting("process.roles", _LIST, "broker,controller",
                 "The roles this node plays: KafkaLite is one combined broker and controller.", read_only=True),
     ),
-    BrokerKey(
-        Setting("listeners", _S, None, "The addresses the broker listens on, as listener://host:port.",
-                read_only=True),
-        server=True,
-    ),
-    BrokerKey(
-        Setting("advertised.listeners", _S, None,
-                "The addresses clients are told to connect to (Metadata, FindCoordinator).", read_only=True),
-        server=True,
-    ),
-    BrokerKey(
-        Setting("listener.security.protocol.map", _S,
-                "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
-                "The security protocol of each listener name.", read_only=True),
-        server=True,
-    ),
-    BrokerKey(
-        Setting("socket.request.max.bytes", _I, "104857600", "The largest request frame the broker reads.",
-                at_least(1), read_only=True),
-        server=True,
-    ),
+    *(BrokerKey(setting, server=True) for setting in SERVER_SETTINGS),
     BrokerKey(
         Setting("broker.id", _I, None, "The id of this broker; node.id wins when both are set.", at_least(0),
                 read_only=True),
@@ -428,8 +409,11 @@ def describe_broker(config: BrokerConfig, server: Mapping[str, str]) -> list[Con
 def _broker_entries(config: BrokerConfig, server: Mapping[str, str]) -> Iterator[ConfigEntry]:
     for key in BROKER_SETTINGS.values():
         setting = key.setting
-        if setting.name in config.static_settings:
-            value: str | None = config.static_settings[setting.name]
+        if key.server:  # the server's own settings: what it was started with, as it supplies them
+            configured = setting.name in server or setting.name in config.static_settings
+            value: str | None = server.get(setting.name, config.static_settings.get(setting.name, setting.default))
+        elif setting.name in config.static_settings:
+            value = config.static_settings[setting.name]
             configured = True
         elif key.field is not None and key.precedence == 0:
             value = key.from_field(getattr(config, key.field))
@@ -439,9 +423,8 @@ def _broker_entries(config: BrokerConfig, server: Mapping[str, str]) -> Iterator
         elif key.topic_config is not None:
             configured = key.topic_config in config.topic_defaults
             value = config.topic_defaults[key.topic_config] if configured else setting.default
-        else:
-            configured = setting.name in server
-            value = server[setting.name] if configured else setting.default
+        else:  # a cluster key a single broker has no use for: as set, or its default
+            configured, value = False, setting.default
         hidden = setting.sensitive
         synonyms = [ConfigSynonym(setting.name, None if hidden else value, ConfigSource.STATIC_BROKER_CONFIG)]
         if not configured:

@@ -40,6 +40,11 @@ class OAuthBearerServer:
     def __init__(self) -> None:
         self.principal: Principal | None = None
         self.expires_at: float | None = None  # wall-clock seconds: the token's exp
+        self._claimed: str | None = None
+
+    @property
+    def claimed(self) -> str | None:
+        return self._claimed
 
     async def step(self, token: bytes) -> bytes:
         if self.principal is not None:
@@ -54,6 +59,7 @@ class OAuthBearerServer:
             raise _refused("only unsecured (alg none, no signature) tokens are accepted")
         subject, expires, issued = claims.get("sub"), claims.get("exp"), claims.get("iat", 0)
         now = time.time()
+        self._claimed = subject if isinstance(subject, str) and subject else None
         if not isinstance(subject, str) or not subject:
             raise _refused("no sub claim")
         if isinstance(expires, bool) or not isinstance(expires, int | float) or expires + ALLOWED_SKEW_S <= now:

@@ -2,17 +2,25 @@
 
 Entities are Kafka's: `user` and `client-id` (each a name, or null for the default of that type), alone or together,
 and `ip` (stored and described; only connection-rate keys apply to it, which KafkaLite does not enforce). Keys:
-`producer_byte_rate` and `consumer_byte_rate` (enforced), `request_percentage`, `controller_mutation_rate` and
-`connection_creation_rate` (stored and described, not enforced).
+`producer_byte_rate` and `consumer_byte_rate` (bytes per second), `request_percentage` (share of one thread's time,
+in percent: KafkaLite serves every request on one event loop, so it is the share of the loop's time the client's
+requests took, measured around each handler), `controller_mutation_rate` (partitions created or deleted per
+second, KIP-599), all enforced; `connection_creation_rate` (stored and described, not enforced).
 
 Resolution, most specific first (Kafka's order): user+client-id, user+default client-id, user, default user+client-id,
 default user+default client-id, default user, client-id, default client-id. Every connection whose (user, client-id)
 resolves to the same entity shares that entity's rate, as in Kafka.
 
-Enforcement: `record(entity key, bytes, now)` adds bytes to a window of `SAMPLES` one-second samples; when the rate
+Enforcement: `record(entity key, amount, now)` adds bytes (or, for `request_percentage`, handler seconds x 100) to a
+window of `SAMPLES` one-second samples; when the rate
 over the window exceeds the quota, the throttle time is Kafka's `(observed - quota) / quota * window` in ms. The
 server answers at once with that `throttle_time_ms` and then stops reading from the connection for as long
 (KIP-219). Time is passed in; nothing here sleeps.
+
+Controller mutations are a token bucket per entity, as KIP-599 defines them: it holds at most `quota x SAMPLES x
+SAMPLE_S` tokens, refills at `quota` per second, and each partition created or deleted takes one. A request is let
+through while the bucket is not below zero (even if it takes it below), and refused with THROTTLING_QUOTA_EXCEEDED
+while it is; the throttle time is how long the bucket needs to climb back to zero.
 
 File: `<data_dir>/_kafkalite/security/quotas.json`, `{"version": 1, "quotas": [[[[type, name|null], ...],
 {key: value}], ...]}`, replaced atomically on each change; memory-only without a data directory.
@@ -35,7 +43,9 @@ IP: Final = "ip"
 ENTITY_TYPES: Final = (USER, CLIENT_ID, IP)
 PRODUCE_RATE: Final = "producer_byte_rate"
 FETCH_RATE: Final = "consumer_byte_rate"
-CLIENT_KEYS: Final = (PRODUCE_RATE, FETCH_RATE, "request_percentage", "controller_mutation_rate")
+REQUEST_PERCENTAGE: Final = "request_percentage"
+MUTATION_RATE: Final = "controller_mutation_rate"
+CLIENT_KEYS: Final = (PRODUCE_RATE, FETCH_RATE, REQUEST_PERCENTAGE, MUTATION_RATE)
 IP_KEYS: Final = ("connection_creation_rate",)
 SAMPLES: Final = 11  # quota.window.num
 SAMPLE_S: Final = 1.0  # quota.window.size.seconds
@@ -80,7 +90,10 @@ class QuotaStore:
         self._fsync = fsync
         self._quotas: dict[Entity, dict[str, float]] = {}
         self._windows: dict[tuple[str, Entity], _Window] = {}
+        self._buckets: dict[Entity, list[float]] = {}  # controller mutations: [tokens, loop time of the last update]
         self.enforced = False  # any byte-rate quota exists (the server skips all accounting otherwise)
+        self.request_time_enforced = False  # any request_percentage quota exists
+        self.mutations_enforced = False  # any controller_mutation_rate quota exists
         self._load()
 
     def _load(self) -> None:
@@ -94,7 +107,10 @@ class QuotaStore:
     def _set_quotas(self, quotas: dict[Entity, dict[str, float]]) -> None:
         self._quotas = quotas
         self._windows.clear()
+        self._buckets.clear()
         self.enforced = any(PRODUCE_RATE in v or FETCH_RATE in v for v in quotas.values())
+        self.request_time_enforced = any(REQUEST_PERCENTAGE in v for v in quotas.values())
+        self.mutations_enforced = any(MUTATION_RATE in v for v in quotas.values())
 
     def items(self) -> list[tuple[Entity, dict[str, float]]]:
         return [(e, dict(v)) for e, v in self._quotas.items()]
@@ -136,7 +152,7 @@ class QuotaStore:
                 return candidate, value
         return None
 
-    def record(self, user: str, client_id: str, key: str, size: int, now: float) -> int:
+    def record(self, user: str, client_id: str, key: str, size: float, now: float) -> int:
         """Count `size` bytes against the applicable `key` quota at time `now`; the throttle time in ms (0: none)."""
         resolved = self.resolve(user, client_id, key)
         if resolved is None:
@@ -157,6 +173,37 @@ class QuotaStore:
         if observed <= quota:
             return 0
         return min(MAX_THROTTLE_MS, int((observed - quota) / quota * elapsed * 1000))
+
+    def mutation_bucket(self, user: str, client_id: str, now: float) -> MutationBucket | None:
+        """The bucket (refilled up to `now`) that the controller_mutation_rate quota of (user, client-id) draws
+        from; None when no such quota applies."""
+        resolved = self.resolve(user, client_id, MUTATION_RATE)
+        if resolved is None:
+            return None
+        target, quota = resolved
+        burst = quota * SAMPLES * SAMPLE_S
+        state = self._buckets.setdefault(target, [burst, now])
+        state[0] = min(burst, state[0] + (now - state[1]) * quota)
+        state[1] = now
+        return MutationBucket(state, quota)
+
+
+class MutationBucket:
+    """The controller-mutation token bucket of the entity one request resolves to (see the module docstring)."""
+
+    __slots__ = ("_state", "quota")
+
+    def __init__(self, state: list[float], quota: float) -> None:
+        self._state = state
+        self.quota = quota
+
+    def throttle_ms(self) -> int:
+        """0 while the bucket is not below zero; else how long until it is back at zero."""
+        tokens = self._state[0]
+        return 0 if tokens >= 0 else min(MAX_THROTTLE_MS, math.ceil(-tokens / self.quota * 1000))
+
+    def take(self, mutations: int) -> None:
+        self._state[0] -= mutations
 
 
 def describe(

@@ -43,6 +43,11 @@ class MechanismServer(Protocol):
     mechanism: str
     principal: Principal | None
 
+    @property
+    def claimed(self) -> str | None:
+        """The user name the client's tokens claimed so far (for the log of a refused login; never a secret)."""
+        ...
+
     async def step(self, token: bytes) -> bytes: ...
 
 
@@ -54,6 +59,11 @@ class PlainServer:
     def __init__(self, store: CredentialStore) -> None:
         self._store = store
         self.principal: Principal | None = None
+        self._claimed: str | None = None
+
+    @property
+    def claimed(self) -> str | None:
+        return self._claimed
 
     async def step(self, token: bytes) -> bytes:
         if self.principal is not None:
@@ -65,6 +75,7 @@ class PlainServer:
             authzid, user, password = (part.decode() for part in parts)
         except UnicodeDecodeError:
             raise failure(self.mechanism) from None
+        self._claimed = user or None
         if not user or (authzid and authzid != user):
             raise failure(self.mechanism)
         if not await asyncio.to_thread(self._store.check_plain, user, password):  # PBKDF2 costs milliseconds
@@ -93,6 +104,10 @@ class ScramServer:
         self._server = scramp.ScramMechanism(mechanism).make_server(self._auth_info)
         self._round = 0
         self.principal: Principal | None = None
+
+    @property
+    def claimed(self) -> str | None:
+        return self._user
 
     def _auth_info(self, saslname: str) -> tuple[bytes, bytes, bytes, int]:
         self._user = _unescape(saslname)

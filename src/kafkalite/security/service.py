@@ -8,8 +8,10 @@ sent one, and not yet authenticated on a SASL listener.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
+from kafkalite.logs import RateLimitedWarnings
 from kafkalite.security.acls import AclStore
 from kafkalite.security.authorizer import Authorizer
 from kafkalite.security.credentials import CredentialStore
@@ -26,6 +28,8 @@ class Security:
         self.acls = AclStore(data_dir, fsync=fsync)
         self.authorizer = Authorizer(settings, self.acls)
         self.quotas = QuotaStore(data_dir, fsync=fsync)
+        # Refused logins are logged (peer, mechanism, claimed user), at most this many lines a minute.
+        self.failed_logins = RateLimitedWarnings(logging.getLogger("kafkalite.security"), burst=20, period_s=60.0)
 
     def session(self, protocol: SecurityProtocol, host: str, peercert: dict[str, object] | None = None) -> Session:
         principal = certificate_principal(peercert) if protocol is SecurityProtocol.SSL else None

@@ -56,6 +56,7 @@ class Session:
         "close_after_answer",
         "host",
         "muted_until",
+        "peer",
         "principal",
         "protocol",
         "raw_tokens",
@@ -72,6 +73,7 @@ class Session:
     ) -> None:
         self.protocol = protocol
         self.host = host
+        self.peer = host  # host:port once the server knows the port (log lines)
         self.principal = principal
         self._settings = settings
         self._store = store
@@ -159,3 +161,13 @@ class Session:
     @property
     def mechanism(self) -> str:
         return self._mechanism.mechanism if self._mechanism is not None else ""
+
+    @property
+    def claimed_principal(self) -> str:
+        """Who the refused (or running) login claimed to be, as `User:name`, for the log; never its secret. A name
+        is cut at 64 characters and shown escaped, so a hostile one cannot forge or bury log lines."""
+        claimed = self._mechanism.claimed if self._mechanism is not None else None
+        if claimed is None:
+            return "unknown (no user name in the tokens)"
+        shown = claimed[:64].encode("unicode_escape").decode("ascii")
+        return f"User:{shown}" + ("..." if len(claimed) > 64 else "")

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import datetime
 import logging
 import types
 import typing
@@ -44,15 +43,15 @@ from kafkalite.protocol.wire import (
     decode_request_header,
     peek_request,
 )
-from kafkalite.security.quotas import FETCH_RATE, PRODUCE_RATE
+from kafkalite.security.quotas import FETCH_RATE, PRODUCE_RATE, REQUEST_PERCENTAGE
 from kafkalite.server.authorization import completed, narrowed, refusal
+from kafkalite.server.mutation_quota import STRICT_SINCE, throttled, with_mutation_quota
 from kafkalite.stats import ApiStats
 
 if TYPE_CHECKING:
     from kafkalite.broker import Broker
     from kafkalite.security.service import Security
     from kafkalite.security.session import Session
-    from kafkalite.security.settings import SecuritySettings
 
 log = logging.getLogger("kafkalite.server")
 
@@ -172,11 +171,35 @@ async def dispatch(
     stats = broker.stats.requests.apis.get(api_key) or broker.stats.requests.api(api_key, registration.name)
     stats.requests += 1
     ctx = RequestContext(broker, server, header, schema, client_host, session, security)
-    if session is None or security is None or not security.authorizer.enabled:
+    if session is None or security is None:
+        response = await registration.handler(ctx, request)
+    elif api_key in STRICT_SINCE and security.quotas.mutations_enforced:
+        handler = registration.handler
+        response = await with_mutation_quota(
+            ctx, request, session, security, lambda r: _handle(ctx, handler, r, session, security), _topic_names(ctx)
+        )
+    elif not security.authorizer.enabled:
         response = await registration.handler(ctx, request)
     else:
         response = await _authorized(ctx, registration.handler, request, session, security)
-    if security is not None and session is not None and api_key in _QUOTA_KEYS and security.quotas.enforced:
+    if security is None or session is None:
+        pass
+    elif security.quotas.request_time_enforced and api_key not in _NOT_TIMED:
+        # request_percentage: the loop time this request's handler took, counted against the client's share
+        now = asyncio.get_running_loop().time()
+        cost = (perf_counter() - began) * 100  # percent of one second
+        throttle_ms = security.quotas.record(
+            session.principal.name, header.client_id or "", REQUEST_PERCENTAGE, cost, now
+        )
+        session.mute(throttle_ms, now)
+        if api_key in _QUOTA_KEYS and security.quotas.enforced:
+            answer = _with_quota(ctx, frame, response, session, security, stats, began, throttle_ms)
+            if type(answer) is bytes or answer is None:
+                stats.latency.observe(perf_counter() - began)
+            return answer
+        if throttle_ms and response is not None:
+            response = _later_throttled(schema, response, throttle_ms)
+    elif api_key in _QUOTA_KEYS and security.quotas.enforced:
         answer = _with_quota(ctx, frame, response, session, security, stats, began)
         if type(answer) is bytes or answer is None:
             stats.latency.observe(perf_counter() - began)
@@ -246,6 +269,20 @@ def _plan(entity: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 
 _QUOTA_KEYS: Final = frozenset((ApiKey.PRODUCE, ApiKey.FETCH))
+_NOT_TIMED: Final = frozenset((ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE))
+"""Requests a client needs before it can be anyone: never counted against request_percentage."""
+
+
+def _later_throttled(schema: ApiSchema, response: Any, throttle_ms: int) -> Any:
+    """`response` (or, for `AfterDurable`, the answer it waits for) with throttle_time_ms at least `throttle_ms`."""
+    if type(response) is AfterDurable:
+        pending = response.response
+
+        async def throttled_when_durable() -> Any:
+            return _throttled(schema, await pending, throttle_ms)
+
+        return AfterDurable(throttled_when_durable())
+    return _throttled(schema, response, throttle_ms)
 
 
 def _with_quota(
@@ -256,15 +293,18 @@ def _with_quota(
     security: Security,
     stats: ApiStats,
     began: float,
+    request_throttle_ms: int = 0,
 ) -> bytes | PendingResponse | None:
     """Count the request (Produce: its frame) or answer (Fetch) against the client's byte-rate quota; over it, the
-    answer carries throttle_time_ms and the connection reads nothing more for that long (KIP-219)."""
+    answer carries throttle_time_ms and the connection reads nothing more for that long (KIP-219). The answer's
+    throttle time is at least `request_throttle_ms` (the request-time quota's)."""
     schema, correlation_id = ctx.schema, ctx.header.correlation_id
     user, client_id = session.principal.name, ctx.header.client_id or ""
     now = asyncio.get_running_loop().time()
     if schema.api_key == ApiKey.PRODUCE:
         throttle_ms = security.quotas.record(user, client_id, PRODUCE_RATE, len(frame), now)
         session.mute(throttle_ms, now)
+        throttle_ms = max(throttle_ms, request_throttle_ms)
         if response is None:
             return None
         if type(response) is AfterDurable:
@@ -279,22 +319,24 @@ def _with_quota(
     count_errors(response, stats.errors)
     encoded = schema.encode_response(correlation_id, response)
     throttle_ms = security.quotas.record(user, client_id, FETCH_RATE, len(encoded), now)
+    session.mute(throttle_ms, now)
+    throttle_ms = max(throttle_ms, request_throttle_ms)
     if not throttle_ms:
         return encoded
-    session.mute(throttle_ms, now)
     return schema.encode_response(correlation_id, _throttled(schema, response, throttle_ms))
 
 
 def _throttled(schema: ApiSchema, response: Any, throttle_ms: int) -> Any:
+    """`response` with throttle_time_ms at least `throttle_ms` (answers without that field are left as they are)."""
     if not throttle_ms:
         return response
     if type(response) is bytes:
         response = schema.decode_response_body(response)
-    return dataclasses.replace(response, throttle_time=datetime.timedelta(milliseconds=throttle_ms))
+    return throttled(response, throttle_ms)
 
 
-async def _authorized(ctx: RequestContext, handler: Handler, request: Any, session: Session, security: Security) -> Any:
-    """The one authorization check of a request (see `server.authorization` for how a verdict shapes the answer)."""
+def _topic_names(ctx: RequestContext) -> Callable[[Any], str | None]:
+    """Topic id → name (None when unknown), for requests that name topics by id."""
 
     def topic_names(topic_id: Any) -> str | None:
         try:
@@ -302,6 +344,20 @@ async def _authorized(ctx: RequestContext, handler: Handler, request: Any, sessi
         except (UnknownTopicError, TypeError):
             return None
 
+    return topic_names
+
+
+async def _handle(ctx: RequestContext, handler: Handler, request: Any, session: Session, security: Security) -> Any:
+    """The handler, through the authorizer when one is configured."""
+    if not security.authorizer.enabled:
+        return await handler(ctx, request)
+    return await _authorized(ctx, handler, request, session, security)
+
+
+async def _authorized(ctx: RequestContext, handler: Handler, request: Any, session: Session, security: Security) -> Any:
+    """The one authorization check of a request (see `server.authorization` for how a verdict shapes the answer)."""
+
+    topic_names = _topic_names(ctx)
     principal, host = session.principal, session.host
     verdict = security.authorizer.check_request(principal, host, ctx.schema.api_key, request, topic_names)
     if verdict.allowed:
@@ -329,9 +385,16 @@ async def _authorized(ctx: RequestContext, handler: Handler, request: Any, sessi
     return complete(response)
 
 
-async def failed_authentication(session: Session, peer: str, settings: SecuritySettings) -> None:
-    """What every refused login gets: a log line with the peer, a delay (connection.failed.authentication.delay.ms)
-    so that guessing is slow, then the connection closes after the answer. No hint about which part was wrong."""
-    log.warning("Failed authentication with %s (SASL mechanism %s)", peer, session.mechanism or "none")
+async def failed_authentication(session: Session, security: Security) -> None:
+    """What every refused login gets: a WARNING line with the peer, the mechanism and the user name claimed (never
+    a password or token; rate-limited by `Security.failed_logins`), a delay (connection.failed.authentication.delay.ms)
+    so that guessing is slow, then the connection closes after the answer. The client gets no hint about which part
+    was wrong."""
+    security.failed_logins.warning(
+        "Failed SASL authentication from %s: principal %s, mechanism %s",
+        session.peer,
+        session.claimed_principal,
+        session.mechanism or "none",
+    )
     session.close_after_answer = True
-    await asyncio.sleep(settings.failed_authentication_delay_ms / 1000)
+    await asyncio.sleep(security.settings.failed_authentication_delay_ms / 1000)

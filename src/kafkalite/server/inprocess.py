@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafkalite.broker import Broker
 from kafkalite.errors import InvalidConfigError
-from kafkalite.server.properties import LISTENER_AND_SECURITY_PREFIXES, load
+from kafkalite.server.properties import is_server_setting, load
 from kafkalite.server.server import KafkaServer
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ def _listener_options(properties: Mapping[str, str] | None) -> dict[str, Any]:
     broker's own settings are the broker's)."""
     if properties is None:
         return {}
-    broker_keys = sorted(k for k in properties if not k.startswith(LISTENER_AND_SECURITY_PREFIXES))
+    broker_keys = sorted(k for k in properties if not is_server_setting(k))
     if broker_keys:
         raise InvalidConfigError(
             f"{broker_keys[0]!r} is a broker setting: pass it as a Broker keyword argument, not in properties"
@@ -56,6 +56,7 @@ def _listener_options(properties: Mapping[str, str] | None) -> dict[str, Any]:
         "listeners": settings.listeners,
         "security_settings": settings.security,
         "max_frame_bytes": settings.max_frame_bytes,
+        "settings": settings.server_settings,
     }
 
 

@@ -5,12 +5,13 @@
 File format: Java properties as Kafka's own `server.properties` uses it: `key=value` or `key: value` per line, `#`
 and `!` start comments, a trailing backslash continues a line. Later settings win (file, then overrides in order).
 
-Listener and security keys are checked against `config.server_keys.SERVE_KEYS`, the others by the broker's table
-(`config.load_properties`): a key that is in neither, or a value its type refuses, stops the start with an
+Every key is checked against the one broker settings table (`config.load_properties`; the listener and security
+rows are `config.server_settings`): a key not in it, or a value its rule refuses, stops the start with an
 `InvalidConfigError` naming the key. `log.*` keys are the broker-wide defaults of the topic configs of the same name
 without the `log.` prefix (Kafka's synonyms). `listener.name.<listener>.ssl.*` sets one listener's TLS keys.
 
-`load()` returns a `ServeSettings`: the `BrokerConfig`, the listeners and the `SecuritySettings`.
+`load()` returns a `ServeSettings`: the `BrokerConfig`, the listeners, the `SecuritySettings`, and the server's
+settings as given (`server_settings`), which the server reports when DescribeConfigs describes the broker.
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from kafkalite.config import BrokerConfig, load_properties
-from kafkalite.config.server_keys import SERVE_KEYS, parse_bool, parse_list
+from kafkalite.config import BROKER_SETTINGS, BrokerConfig, load_properties
+from kafkalite.config.server_settings import SERVER_SETTING_NAMES, per_listener_setting
 from kafkalite.errors import InvalidConfigError
 from kafkalite.protocol.wire import DEFAULT_MAX_FRAME_BYTES
 from kafkalite.security.settings import (
@@ -33,25 +35,10 @@ from kafkalite.security.settings import (
 )
 from kafkalite.server.listeners import build_listeners
 
-_LISTENER_PREFIX = re.compile(r"^listener\.name\.(?P<listener>[a-z0-9_-]+)\.(?P<key>ssl\..+)$")
-_TLS_KEYS = frozenset(name for name in SERVE_KEYS if name.startswith("ssl."))
 
-
-LISTENER_AND_SECURITY_PREFIXES = (
-    "listeners",
-    "advertised.listeners",
-    "listener.",
-    "ssl.",
-    "sasl.",
-    "super.users",
-    "allow.everyone.if.no.acl.found",
-    "authorizer.class.name",
-    "connections.max.",
-    "connection.failed.authentication.delay.ms",
-    "max.connections",
-    "socket.request.max.bytes",
-)
-"""The keys that configure listeners and security rather than the broker (`run_in_thread(properties=...)`)."""
+def is_server_setting(name: str) -> bool:
+    """Whether `name` configures listeners and security rather than the broker (`run_in_thread(properties=...)`)."""
+    return name in SERVER_SETTING_NAMES or name.startswith("listener.name.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +49,7 @@ class ServeSettings:
     listeners: tuple[Listener, ...]
     security: SecuritySettings = field(default_factory=SecuritySettings)
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    server_settings: Mapping[str, str] = field(default_factory=dict)  # listener and security keys as given
 
 
 def read_properties(path: Path) -> dict[str, str]:
@@ -104,17 +92,22 @@ def parse_override(text: str) -> tuple[str, str]:
     return key.strip(), value
 
 
-def check_keys(settings: Mapping[str, str]) -> None:
-    """Refuse the first unknown key or invalid value, naming it."""
+def _per_listener(settings: Mapping[str, str]) -> dict[str, str]:
+    """The `listener.name.<listener>.ssl.*` keys, each checked by its `ssl.*` row; any other `listener.name.` key is
+    refused naming it."""
+    found = {}
     for name, value in settings.items():
-        match = _LISTENER_PREFIX.match(name)
-        key = SERVE_KEYS.get(match["key"] if match else name)
-        if key is None or (match is not None and match["key"] not in _TLS_KEYS):
+        if not name.startswith("listener.name."):
+            continue
+        per_listener = per_listener_setting(name)
+        if per_listener is None:
             raise InvalidConfigError(f"Unknown broker config name: {name}")
         try:
-            key.parse(value)
-        except ValueError as exc:
-            raise InvalidConfigError(f"invalid value {value!r} for {name!r}: {exc}") from None
+            per_listener[1].parse(value)
+        except InvalidConfigError as exc:
+            raise InvalidConfigError(str(exc).replace(per_listener[1].name, name, 1)) from None
+        found[name] = value
+    return found
 
 
 class _Settings:
@@ -123,34 +116,40 @@ class _Settings:
     def __init__(self, given: Mapping[str, str]) -> None:
         self.given = given
 
+    def value(self, name: str) -> Any:
+        text = self.given.get(name, BROKER_SETTINGS[name].setting.default)
+        return None if text is None else BROKER_SETTINGS[name].setting.parse(text)
+
     def text(self, name: str) -> str | None:
-        value = self.given.get(name, SERVE_KEYS[name].default)
-        return None if value is None else value.strip()
+        value = self.value(name)
+        return None if value is None else str(value).strip()
 
-    def number(self, name: str) -> int | None:
-        value = self.text(name)
-        return None if value is None else int(value)
-
-    def flag(self, name: str) -> bool:
-        return parse_bool(self.text(name) or "false")
+    def number(self, name: str) -> int:
+        value = self.value(name)
+        assert isinstance(value, int), name
+        return value
 
     def items(self, name: str) -> list[str]:
-        return parse_list(self.text(name) or "")
+        """A comma-separated setting's items (LIST rows are parsed so already; STRING rows such as `listeners`
+        are split here)."""
+        value = self.value(name) or []
+        items = value.split(",") if isinstance(value, str) else value
+        return [item.strip() for item in items if item.strip()]
 
 
 def load(given: Mapping[str, str], *, fsync: bool = True) -> ServeSettings:
     """`ServeSettings` from Kafka-named settings (file and overrides merged); `InvalidConfigError` names a bad key.
 
-    Listener and security keys are read here against `SERVE_KEYS`; every other key goes to the broker's own
-    table (`config.load_properties`), which refuses what it does not know.
+    Every key is checked by the broker settings table (`config.load_properties`), which refuses what it does not
+    know; the listener and security keys come back apart and are read here.
     """
-    security_keys = {k: v for k, v in given.items() if k.startswith(LISTENER_AND_SECURITY_PREFIXES)}
-    broker_keys = {k: v for k, v in given.items() if k not in security_keys}
-    if broker_keys.get("log.dirs", "").strip() == "memory":  # KafkaLite's spelling of "no data directory"
-        del broker_keys["log.dirs"]
-        broker_keys.pop("log.dir", None)
-    check_keys(security_keys)
-    broker, _ = load_properties(broker_keys, BrokerConfig(fsync=fsync))
+    per_listener = _per_listener(given)
+    table_keys = {k: v for k, v in given.items() if k not in per_listener}
+    if table_keys.get("log.dirs", "").strip() == "memory":  # KafkaLite's spelling of "no data directory"
+        del table_keys["log.dirs"]
+        table_keys.pop("log.dir", None)
+    broker, server_keys = load_properties(table_keys, BrokerConfig(fsync=fsync))
+    security_keys = {**server_keys, **per_listener}
     if broker.group_min_session_timeout_ms > broker.group_max_session_timeout_ms:
         raise InvalidConfigError("group.min.session.timeout.ms is above group.max.session.timeout.ms")
     s = _Settings(security_keys)
@@ -168,15 +167,8 @@ def load(given: Mapping[str, str], *, fsync: bool = True) -> ServeSettings:
                 f"sasl.enabled.mechanisms: {', '.join(unsupported) or 'none'} not served "
                 f"(KafkaLite serves {', '.join(SUPPORTED_SASL_MECHANISMS)})"
             )
-    return ServeSettings(broker, listeners, security, _at_least(s, "socket.request.max.bytes", 1))
-
-
-def _at_least(s: _Settings, name: str, minimum: int) -> int:
-    value = s.number(name)
-    assert value is not None
-    if value < minimum:
-        raise InvalidConfigError(f"invalid value {value} for {name!r}: must be >= {minimum}")
-    return value
+    given_settings = {name: value.strip() for name, value in security_keys.items()}
+    return ServeSettings(broker, listeners, security, s.number("socket.request.max.bytes"), given_settings)
 
 
 def _listener_names(s: _Settings) -> Iterable[str]:
@@ -188,25 +180,23 @@ def _tls(given: Mapping[str, str], listener: str) -> TlsSettings | None:
     prefix = f"listener.name.{listener.lower()}."
 
     def get(name: str) -> str | None:
-        value = given.get(prefix + name, given.get(name, SERVE_KEYS[name].default))
+        value = given.get(prefix + name, given.get(name, BROKER_SETTINGS[name].setting.default))
         return None if value is None else value.strip()
+
+    def items(name: str) -> tuple[str, ...]:
+        return tuple(item.strip() for item in (get(name) or "").split(",") if item.strip())
 
     keystore = get("ssl.keystore.location")
     if not keystore:
         return None
-    protocols = tuple(parse_list(get("ssl.enabled.protocols") or ""))
-    too_old = [p for p in protocols if p not in ("TLSv1.2", "TLSv1.3")]
-    if too_old or not protocols:
-        raise InvalidConfigError(
-            f"ssl.enabled.protocols: {', '.join(too_old) or 'none'} refused (KafkaLite serves TLSv1.2 and TLSv1.3)"
-        )
+    protocols = items("ssl.enabled.protocols")
     return TlsSettings(
         keystore_location=keystore,
         key_password=get("ssl.key.password") or get("ssl.keystore.password") or None,
         truststore_location=get("ssl.truststore.location") or None,
-        client_auth=ClientAuth(get("ssl.client.auth") or "none"),
+        client_auth=ClientAuth((get("ssl.client.auth") or "none").lower()),
         protocols=protocols,
-        cipher_suites=tuple(parse_list(get("ssl.cipher.suites") or "")),
+        cipher_suites=items("ssl.cipher.suites"),
     )
 
 
@@ -225,12 +215,12 @@ def _security(s: _Settings) -> SecuritySettings:
         sasl_mechanisms=tuple(m.upper() for m in s.items("sasl.enabled.mechanisms")),
         authorizer_enabled=bool(s.text("authorizer.class.name")),
         super_users=super_users,
-        allow_everyone_if_no_acl_found=s.flag("allow.everyone.if.no.acl.found"),
-        failed_authentication_delay_ms=_at_least(s, "connection.failed.authentication.delay.ms", 0),
-        reauthentication_ms=_at_least(s, "connections.max.reauth.ms", 0),
-        connections_max_idle_ms=_at_least(s, "connections.max.idle.ms", -1),
-        max_connections=_at_least(s, "max.connections", 0),
-        max_connections_per_ip=_at_least(s, "max.connections.per.ip", 0),
+        allow_everyone_if_no_acl_found=bool(s.value("allow.everyone.if.no.acl.found")),
+        failed_authentication_delay_ms=s.number("connection.failed.authentication.delay.ms"),
+        reauthentication_ms=s.number("connections.max.reauth.ms"),
+        connections_max_idle_ms=s.number("connections.max.idle.ms"),
+        max_connections=s.number("max.connections"),
+        max_connections_per_ip=s.number("max.connections.per.ip"),
         max_connections_per_ip_overrides=overrides,
-        sasl_max_receive_bytes=_at_least(s, "sasl.server.max.receive.size", 1),
+        sasl_max_receive_bytes=s.number("sasl.server.max.receive.size"),
     )

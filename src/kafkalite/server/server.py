@@ -25,13 +25,14 @@ waits behind a request that blocks, such as a Fetch long poll) or when `_COALESC
 backpressure too (`drain()` after each answer, which sees a big answer at once).
 
 Listeners: one asyncio server per `security.settings.Listener` (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL), each with
-the address Metadata tells clients on it. TLS listeners are bound with their `TlsContextSource`'s context (the
-handshake happens before `_accept`; the certificate subject becomes the principal). Each connection gets a
-`security.Session`: on SASL listeners it is unauthenticated until SaslHandshake/SaslAuthenticate succeed (or raw
-tokens after a v0 handshake, handled here in `_raw_token`), frames are capped at `sasl.server.max.receive.size`
-until then, and a refused login closes the connection after its answer. `max.connections` and the per-IP limits
-refuse a connection at accept; `connections.max.idle.ms` closes idle ones (a sweeper task); a quota-throttled
-connection reads nothing until its mute ends (KIP-219).
+the address Metadata tells clients on it. TLS listeners accept and shake hands through `tls_accept.TlsListener`
+(`loop.connect_accepted_socket` with their `TlsContextSource`'s context) before `_accept`, so that a failed
+handshake is logged with the peer and the reason (rate-limited); the certificate subject becomes the principal. Each
+connection gets a `security.Session`: on SASL listeners it is unauthenticated until SaslHandshake/SaslAuthenticate
+succeed (or raw tokens after a v0 handshake, handled here in `_raw_token`), frames are capped at
+`sasl.server.max.receive.size` until then, and a refused login closes the connection after its answer (and is logged,
+rate-limited). `max.connections` and the per-IP limits refuse a connection at accept; `connections.max.idle.ms` closes
+idle ones (a sweeper task); a quota-throttled connection reads nothing until its mute ends (KIP-219).
 
 Any exception from a frame (oversized, undecodable, unknown API key, unsupported version) or from a handler closes
 that one connection with a log line; the listener and every other connection carry on.
@@ -50,11 +51,12 @@ import logging
 import socket
 import ssl
 from collections import Counter, deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from kafkalite.errors import AuthenticationError, ProtocolError
+from kafkalite.logs import RateLimitedWarnings
 from kafkalite.protocol.wire import DEFAULT_MAX_FRAME_BYTES, FrameDecoder
 from kafkalite.security.service import Security
 from kafkalite.security.session import Session
@@ -62,6 +64,7 @@ from kafkalite.security.settings import Listener, SecurityProtocol, SecuritySett
 from kafkalite.security.tls import TlsContextSource
 from kafkalite.server import handlers  # noqa: F401  (importing the package registers every handler)
 from kafkalite.server.dispatch import PendingResponse, ServerInfo, dispatch, failed_authentication
+from kafkalite.server.tls_accept import HANDSHAKE_WARNINGS_PER_MINUTE, TlsListener
 
 if TYPE_CHECKING:
     from kafkalite.broker import Broker
@@ -200,7 +203,7 @@ class _Bound:
     port: int
     tls: TlsContextSource | None
     info: ServerInfo
-    server: asyncio.Server | None = None
+    server: asyncio.Server | TlsListener | None = None  # TlsListener: accepts, shakes hands, logs failed handshakes
 
     @property
     def advertised_host(self) -> str:
@@ -235,8 +238,10 @@ class KafkaServer:
         security: Security | None = None,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         shutdown_grace_s: float = 10.0,
+        settings: Mapping[str, str] | None = None,
     ) -> None:
         self.broker = broker
+        self._given_settings = dict(settings or {})
         if listeners is None:
             listeners = (
                 Listener("PLAINTEXT", SecurityProtocol.PLAINTEXT, host, port, advertised_host, advertised_port),
@@ -265,6 +270,7 @@ class KafkaServer:
         self._per_host: Counter[str] = Counter()
         self._closing = False
         self._sweeper: asyncio.Task[None] | None = None
+        self._tls_warnings = RateLimitedWarnings(log, burst=HANDSHAKE_WARNINGS_PER_MINUTE, period_s=60.0)
 
     @property
     def host(self) -> str:
@@ -286,15 +292,17 @@ class KafkaServer:
 
     def _server_info(self, bound: _Bound) -> ServerInfo:
         """What handlers on `bound` are told: its advertised address, and the server's own Kafka settings."""
-        settings = (
-            ("listeners", ",".join(f"{b.listener.name}://{b.listener.host}:{b.port}" for b in self._bound)),
-            (
-                "advertised.listeners",
-                ",".join(f"{b.listener.name}://{b.advertised_host}:{b.advertised_port}" for b in self._bound),
+        settings = {
+            **self._given_settings,  # as the operator wrote them (server.properties, --override, properties=)
+            # The listeners as bound (a port 0 resolved), whether given or from the host/port shorthand.
+            "listeners": ",".join(f"{b.listener.name}://{b.listener.host}:{b.port}" for b in self._bound),
+            "advertised.listeners": ",".join(
+                f"{b.listener.name}://{b.advertised_host}:{b.advertised_port}" for b in self._bound
             ),
-            ("socket.request.max.bytes", str(self.max_frame_bytes)),
-        )
-        return ServerInfo(self.broker.node_id, bound.advertised_host, bound.advertised_port, settings)
+        }
+        if self.max_frame_bytes != DEFAULT_MAX_FRAME_BYTES:
+            settings["socket.request.max.bytes"] = str(self.max_frame_bytes)
+        return ServerInfo(self.broker.node_id, bound.advertised_host, bound.advertised_port, tuple(settings.items()))
 
     @property
     def bootstrap(self) -> str:
@@ -317,14 +325,20 @@ class KafkaServer:
         """Bind every listener and start accepting; with port 0 the kernel picks a free port (see `.listeners`)."""
         try:
             for bound in self._bound:
-                bound.server = await asyncio.start_server(
-                    functools.partial(self._accept, bound),
-                    bound.listener.host or None,
-                    bound.port,
-                    limit=_READ_CHUNK,
-                    ssl=None if bound.tls is None else bound.tls.server_context,
-                    ssl_handshake_timeout=None if bound.tls is None else _TLS_HANDSHAKE_TIMEOUT_S,
-                )
+                connected = functools.partial(self._accept, bound)
+                if bound.tls is None:
+                    bound.server = await asyncio.start_server(
+                        connected, bound.listener.host or None, bound.port, limit=_READ_CHUNK
+                    )
+                else:
+                    bound.server = TlsListener(
+                        bound.tls,
+                        connected,
+                        limit=_READ_CHUNK,
+                        handshake_timeout_s=_TLS_HANDSHAKE_TIMEOUT_S,
+                        warnings=self._tls_warnings,
+                    )
+                    await bound.server.start(bound.listener.host or None, bound.port)
                 bound.port = bound.server.sockets[0].getsockname()[1]
                 bound.info = self._server_info(bound)
                 log.info(
@@ -340,6 +354,8 @@ class KafkaServer:
                 if bound.server is not None:
                     bound.server.close()
             raise
+        for bound in self._bound:  # every listener's port is known now: each describes all of them as bound
+            bound.info = self._server_info(bound)
         idle_ms = self.security.settings.connections_max_idle_ms
         if idle_ms > 0:
             self._sweeper = asyncio.get_running_loop().create_task(self._close_idle(idle_ms / 1000))
@@ -360,6 +376,10 @@ class KafkaServer:
         for bound in self._bound:
             if bound.server is not None:
                 bound.server.close()
+            if isinstance(bound.server, TlsListener):
+                for handshake in list(bound.server.handshakes):
+                    if not any(c.task is handshake for c in self._connections):
+                        handshake.cancel()  # still shaking hands: nothing to finish
         self.broker.interrupt_long_polls()
         for connection in list(self._connections):
             if not connection.busy:
@@ -425,6 +445,7 @@ class KafkaServer:
         try:
             peercert = writer.get_extra_info("peercert") if bound.tls is not None else None
             session = self.security.session(bound.listener.protocol, host, peercert)
+            session.peer = peer
             await self._serve(connection, bound, session, reader, writer)
         except ProtocolError as e:
             log.warning("Closing connection from %s: %s", peer, e)
@@ -477,7 +498,7 @@ class KafkaServer:
                     await asyncio.sleep(wait)  # throttled by a quota: the client's next request waits (KIP-219)
                 connection.busy = True
                 if sasl and session.raw_tokens:
-                    await responses.put(await self._raw_token(session, frame, connection.peer))
+                    await responses.put(await self._raw_token(session, frame))
                 else:
                     await responses.put(
                         await dispatch(
@@ -492,11 +513,11 @@ class KafkaServer:
         finally:
             await responses.close()
 
-    async def _raw_token(self, session: Session, token: bytes, peer: str) -> bytes | None:
+    async def _raw_token(self, session: Session, token: bytes) -> bytes | None:
         """A SASL token in the legacy framing (after SaslHandshake v0): the challenge, size-prefixed, no header."""
         try:
             challenge = await session.authenticate(token)
         except AuthenticationError:
-            await failed_authentication(session, peer, self.security.settings)
+            await failed_authentication(session, self.security)
             return None
         return len(challenge).to_bytes(4, "big") + challenge

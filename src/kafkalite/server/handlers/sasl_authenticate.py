@@ -38,6 +38,6 @@ async def sasl_authenticate(ctx: RequestContext, req: Any) -> Any:
     try:
         challenge = await session.authenticate(req.auth_bytes)
     except AuthenticationError as e:
-        await failed_authentication(session, ctx.client_host, ctx.security.settings)
+        await failed_authentication(session, ctx.security)
         return _answer(ctx, e.error_code, str(e), b"")
     return _answer(ctx, 0, None, challenge, session.session_lifetime_ms)
