@@ -6,7 +6,8 @@ Settings come under Kafka's broker config names from `--config server.properties
 The ready line `KafkaLite ready on HOST:PORT (data: DIR, fsync ...)` goes to stdout once the listeners are bound (the
 first listener's address), so a parent process (a test harness, a supervisor) can wait for it and read the chosen
 port; one line `KafkaLite listener NAME on HOST:PORT` per listener follows. With the HTTP listener on (the default,
-`--http-port 9644`; `--no-http` turns it off) the ready line ends with `; console http://HOST:PORT/`.
+`--http-port 9644`; `--no-http` turns it off) the ready line ends with `; console http://HOST:PORT/`. When the
+listeners authenticate (SASL) or the authorizer is on, the console asks for a login with the broker's credentials.
 """
 
 from __future__ import annotations
@@ -210,7 +211,14 @@ async def _serve(settings: ServeSettings, http: tuple[str, int] | None) -> None:
             from kafkalite.http import HttpServer  # only when asked: aiohttp and friends cost start-up time
 
             kafka = [f"kafka://{server.bootstrap_of(listener.name)}" for listener, _ in server.listeners]
-            console = HttpServer(broker, http[0], http[1], listeners=kafka)
+            console = HttpServer(
+                broker,
+                http[0],
+                http[1],
+                listeners=kafka,
+                security=server.security,
+                kafka_protocols=[listener.protocol for listener, _ in server.listeners],
+            )
             try:
                 await console.start()
             except OSError as exc:
