@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import html
 import re
+import ssl
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
@@ -18,7 +21,7 @@ from kafkalite.http.auth import COOKIE, MAX_FAILURES, Logins, needs_login, safe_
 from kafkalite.http.server import HttpServer, build_app
 from kafkalite.security.acls import Operation, PatternType, Permission, ResourceType, binding
 from kafkalite.security.service import Security
-from kafkalite.security.settings import SecurityProtocol, SecuritySettings
+from kafkalite.security.settings import ClientAuth, SecurityProtocol, SecuritySettings, TlsSettings
 
 TOKEN = re.compile(r'name="csrf" value="([^"]+)"')
 SETTINGS = SecuritySettings(
@@ -271,3 +274,35 @@ async def test_a_replay_needs_write_on_where_the_letters_go(console: Console) ->
     status, text = await console.post("/dead-letters/audit/replay", {})
     assert status == 403
     assert "User:bob is not allowed WRITE on topic 'audit'" in text
+
+
+async def test_over_https_the_session_cookie_is_secure(tmp_path: Path) -> None:
+    from security.certs import make_pki  # the security tests' own PKI (tests/security/certs.py)
+
+    pki = make_pki(tmp_path / "pki")
+    _, _, keystore = pki.issue("localhost", server=True)
+    security = Security(SETTINGS, None)
+    security.credentials.set_password("alice", "SCRAM-SHA-512", "alice-secret")
+    trust = ssl.create_default_context(cafile=str(pki.ca_file))
+    async with (
+        Broker() as broker,
+        HttpServer(
+            broker,
+            "127.0.0.1",
+            0,
+            security=security,
+            kafka_protocols=[SecurityProtocol.SASL_SSL],
+            tls=TlsSettings(str(keystore), client_auth=ClientAuth.REQUIRED),  # the console never asks for one
+        ) as http,
+        aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=trust)) as client,
+    ):
+        assert http.url.startswith("https://localhost:")
+        page = await (await client.get(http.url + "login")).text()
+        token = TOKEN.search(page)
+        assert token
+        form = {"csrf": token.group(1), "username": "alice", "password": "alice-secret"}
+        answer = await client.post(http.url + "login", data=form, allow_redirects=False)
+        assert answer.status == 303
+        cookie = answer.cookies[COOKIE]
+        assert cookie["secure"] is True
+        assert cookie["httponly"] is True

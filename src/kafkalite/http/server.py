@@ -16,6 +16,7 @@ scripts and styles, so a value shown in a page can never run as script and the c
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata
 import logging
 import secrets
@@ -45,7 +46,8 @@ from kafkalite.http.guard import TOKEN_FIELD, TOKEN_HEADER, Guard
 from kafkalite.http.metrics import CONTENT_TYPE, exposition, registry_for
 from kafkalite.http.render import render
 from kafkalite.security.service import Security
-from kafkalite.security.settings import SecurityProtocol
+from kafkalite.security.settings import ClientAuth, SecurityProtocol, TlsSettings
+from kafkalite.security.tls import TlsContextSource
 
 logger = logging.getLogger("kafkalite.http")
 
@@ -242,6 +244,8 @@ class HttpServer:
     `security` is the Kafka server's (`KafkaServer.security`) and `kafka_protocols` its listeners' protocols: when
     they say the broker authenticates (`auth.needs_login`), the console asks for a login with the broker's own
     credentials and shows what the principal's ACLs allow. `session_idle_s` and `session_lifetime_s` bound a login.
+    `tls` serves HTTPS with a Kafka listener's keystore (`ssl.keystore.location`, reloaded when the files change,
+    TLS 1.2+; client certificates are not asked for); the session cookie is then `Secure`.
     """
 
     def __init__(
@@ -255,6 +259,7 @@ class HttpServer:
         kafka_protocols: Sequence[SecurityProtocol] = (),
         session_idle_s: float = 1800.0,
         session_lifetime_s: float = 12 * 3600.0,
+        tls: TlsSettings | None = None,
         shutdown_timeout_s: float = 2.0,
     ) -> None:
         self.broker = broker
@@ -265,6 +270,7 @@ class HttpServer:
         if security is not None and needs_login(security, kafka_protocols):
             logins = Logins(security, session_idle_s, session_lifetime_s)
         self.logins = logins
+        self._tls = None if tls is None else TlsContextSource(dataclasses.replace(tls, client_auth=ClientAuth.NONE))
         self.app = build_app(broker, self.guard, listeners, logins)
         self._runner = web.AppRunner(self.app, access_log=None, shutdown_timeout=shutdown_timeout_s)
         self._started = False
@@ -273,7 +279,8 @@ class HttpServer:
     def url(self) -> str:
         """The console's address for a browser on this machine."""
         host = "localhost" if self.host in ("127.0.0.1", "::1", "localhost", "", "0.0.0.0", "::") else self.host
-        return f"http://{host}:{self.port}/"
+        scheme = "http" if self._tls is None else "https"
+        return f"{scheme}://{host}:{self.port}/"
 
     @property
     def kafka_ready(self) -> bool:
@@ -287,7 +294,8 @@ class HttpServer:
     async def start(self) -> None:
         """Bind and serve; with port 0 the kernel picks a free port, readable from `.port` afterwards."""
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port)
+        ssl_context = None if self._tls is None else self._tls.server_context
+        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=ssl_context)
         try:
             await site.start()
         except BaseException:
