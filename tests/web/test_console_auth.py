@@ -4,6 +4,7 @@ acting as the logged-in principal under the broker's ACLs (hidden when not DESCR
 
 from __future__ import annotations
 
+import asyncio
 import html
 import re
 import ssl
@@ -153,10 +154,24 @@ async def test_failed_logins_are_limited_per_address_and_user(console: Console) 
 def test_the_limiter_forgets_after_its_window_and_keys_are_separate() -> None:
     logins = Logins(Security(SETTINGS, None))
     for i in range(MAX_FAILURES):
-        logins.failed(["address:1", "user:a"], now=100.0 + i)
+        logins.attempt(["address:1", "user:a"], now=100.0 + i)
     assert logins.blocked_for(["user:a"], now=110.0) > 0
     assert logins.blocked_for(["user:b", "address:2"], now=110.0) == 0
     assert logins.blocked_for(["user:a"], now=100.0 + 301 + MAX_FAILURES) == 0
+    for i in range(MAX_FAILURES * 2):  # successful logins take their attempt back
+        logins.succeeded(["address:3"], logins.attempt(["address:3"], now=1000.0 + i))
+    assert logins.blocked_for(["address:3"], now=1100.0) == 0
+
+
+async def test_parallel_guesses_count_before_their_passwords_are_checked(console: Console) -> None:
+    token = await console.token()
+    form = {"csrf": token, "username": "alice", "password": "guess"}
+    answers = await asyncio.gather(
+        *(console.client.post("/login", data=form, allow_redirects=False) for _ in range(MAX_FAILURES * 3))
+    )
+    statuses = sorted(answer.status for answer in answers)
+    assert statuses.count(401) == MAX_FAILURES
+    assert statuses.count(429) == MAX_FAILURES * 2
 
 
 async def test_logout_ends_the_session_on_the_server(console: Console) -> None:

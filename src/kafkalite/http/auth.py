@@ -6,8 +6,9 @@ login and then acts as that principal, with the security layer's own credentials
 - **Login.** `POST /login` checks username and password against the broker's credential store
   (`CredentialStore.check_password`: SCRAM keys recomputed by scramp from the stored salt, PLAIN's PBKDF2), off the
   event loop. A refusal waits `connection.failed.authentication.delay.ms`, logs the peer, and says nothing about
-  which part was wrong. Failures are counted per client address and per user name over `FAILURE_WINDOW_S`; past
-  `MAX_FAILURES` further attempts are refused with 429 until the window has moved on, before any password is checked.
+  which part was wrong. Attempts are counted per client address and per user name over `FAILURE_WINDOW_S` as they
+  start (so parallel guesses count too) and a success takes its own back; past `MAX_FAILURES` further attempts are
+  refused with 429 until the window has moved on, before any password is checked.
 - **Sessions.** A session is a random token (`secrets.token_urlsafe(32)`) in a cookie (HttpOnly, SameSite=Strict,
   Path=/, Secure when the request came over TLS), mapped server side to the principal, its own form token and its
   expiry: `idle_s` after the last request and `lifetime_s` after the login, whichever comes first. A session ends at
@@ -174,7 +175,8 @@ class Logins:
                 wait = max(wait, FAILURE_WINDOW_S - (now - times[-MAX_FAILURES]))
         return wait
 
-    def failed(self, keys: Sequence[str], now: float | None = None) -> None:
+    def attempt(self, keys: Sequence[str], now: float | None = None) -> float:
+        """Count an attempt against each key before its password is checked; returns the time it was counted at."""
         now = time.monotonic() if now is None else now
         for key in keys:
             times = self._recent(key, now)
@@ -183,9 +185,14 @@ class Logins:
             self.failures.move_to_end(key)
         while len(self.failures) > MAX_TRACKED:
             self.failures.popitem(last=False)
+        return now
 
-    def succeeded(self, user: str) -> None:
-        self.failures.pop(f"user:{user}", None)
+    def succeeded(self, keys: Sequence[str], counted_at: float) -> None:
+        """A login succeeded: its attempt no longer counts against any of `keys`."""
+        for key in keys:
+            times = self.failures.get(key)
+            if times is not None and counted_at in times:
+                times.remove(counted_at)
 
     async def check(self, user: str, password: str) -> bool:
         credentials = self.security.credentials

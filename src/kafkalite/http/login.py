@@ -58,13 +58,13 @@ async def login(request: web.Request) -> web.StreamResponse:
         answer = _form(request, 429, f"Too many failed logins: try again in {seconds} s.", next_path, user)
         answer.headers["Retry-After"] = str(seconds)
         return answer
+    counted_at = logins.attempt(keys)  # before the check: guesses sent in parallel count as well
     sensible = 0 < len(user) <= MAX_FIELD and len(password) <= MAX_FIELD
     if not sensible or not await logins.check(user, password):
-        logins.failed(keys)
         await logins.refuse_slowly()
         logger.warning("Console login for %r from %s refused: invalid credentials", user, remote)
         return _form(request, 401, "Login failed: unknown user or wrong password.", next_path, user)
-    logins.succeeded(user)
+    logins.succeeded(keys, counted_at)
     logins.end(request.cookies.get(COOKIE))
     token = logins.start(user)
     logger.info("Console login: User:%s from %s", user, remote)
