@@ -67,7 +67,19 @@ group.min.session.timeout.ms=1000
 """
     )
     process = subprocess.Popen(
-        [sys.executable, "-m", "kafkalite.cli", "serve", "--config", str(config), "--fsync", "never"],
+        # --http-port 0: the console's default port (9644) may be another broker's on this machine
+        [
+            sys.executable,
+            "-m",
+            "kafkalite.cli",
+            "serve",
+            "--config",
+            str(config),
+            "--fsync",
+            "never",
+            "--http-port",
+            "0",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
