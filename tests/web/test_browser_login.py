@@ -5,17 +5,13 @@ Screenshots of the login page and the filtered topic list are saved as test arti
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from playwright import sync_api as playwright_api
 
 from kafkalite.security.acls import Operation, PatternType, Permission, ResourceType, binding
 from kafkalite.server import ThreadedServer, run_in_thread
-
-from .test_browser import CHROMIUM, CHROMIUM_ARGS
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(180)]
 
@@ -48,17 +44,6 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThreadedServer
 
         server.call(prepare())
         yield server
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[playwright_api.Browser]:
-    assert shutil.which(CHROMIUM) or Path(CHROMIUM).exists(), f"{CHROMIUM} not found: install Debian's chromium"
-    with playwright_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
 
 
 def test_login_acl_filtered_topics_refused_write_and_logout(
