@@ -12,7 +12,9 @@
    work on a shared machine then disturbs it less than wall time): the counters' cost without sockets or a client
    in the measurement.
 2. **Scrape time** of `/metrics` with `--partitions` partitions and `--groups` groups each committing offsets on
-   `--group-partitions` partitions: the collector alone (in process) and the whole GET over HTTP.
+   `--group-partitions` partitions: the collector alone (in process) and the whole GET over HTTP. `--only scrape`
+   measures this part alone (no big topic, no other page); `--only scrape-base` times the in-process scrape of
+   this tree against `--base` (each in its own subprocess, ABBA order, `--rounds` rounds of `--repeat` scrapes).
 3. **Console page load** for a topic of `--messages` records (one partition): every page of the console, timed over
    HTTP (server time plus localhost round trip), median of `--repeat` loads.
 
@@ -153,6 +155,67 @@ asyncio.run(main(int(sys.argv[1])))
 """
 
 
+_SCRAPE = """
+import asyncio, statistics, sys, time
+from kafkalite.broker import Broker
+from kafkalite.http.metrics import exposition, registry_for
+from kafkalite.protocol.records import RecordToWrite, build_batch
+
+async def main(partitions, groups, group_partitions, repeat):
+    topics = max(1, partitions // 100)
+    per_topic = partitions // topics
+    async with Broker(None, fsync=False) as broker:
+        for t in range(topics):
+            await broker.create_topic(f"scraped-{t}", per_topic)
+        batch = build_batch([RecordToWrite(b"v" * 100, b"k")] * 10, now_ms=int(time.time() * 1000))
+        for t in range(topics):
+            for p in range(per_topic):
+                await broker.produce(f"scraped-{t}", p, batch, acks=1)
+        for g in range(groups):
+            commits = [
+                (f"scraped-{(g + i) % topics}", (g * 7 + i) % per_topic, 5, "", -1) for i in range(group_partitions)
+            ]
+            await broker.offsets.commit_many(f"group-{g}", commits)
+        registry = registry_for(broker)
+        took = []
+        for _ in range(repeat):
+            began = time.perf_counter()
+            exposition(registry)
+            took.append(time.perf_counter() - began)
+        print(statistics.median(took))
+
+asyncio.run(main(*map(int, sys.argv[1:])))
+"""
+
+
+def scrape_against_base(args: argparse.Namespace) -> None:
+    base_src = Path(tempfile.mkdtemp(prefix="bench-base-"))
+    subprocess.run(f"git archive {args.base} src | tar -x -C {base_src}", shell=True, check=True)
+    paths = {"base": str(base_src / "src"), "this": str(Path(__file__).resolve().parents[1] / "src")}
+    medians: dict[str, list[float]] = {name: [] for name in paths}
+    for rnd in range(args.rounds):
+        order = list(paths.items()) if rnd % 2 == 0 else list(reversed(paths.items()))  # ABBA: no order bias
+        for name, path in order:
+            done = subprocess.run(
+                [sys.executable, "-c", _SCRAPE]
+                + [str(n) for n in (args.partitions, args.groups, args.group_partitions, args.repeat)],
+                env={"PYTHONPATH": path, "PATH": "/usr/bin:/bin"},
+                cwd=tempfile.gettempdir(),  # not the checkout: `-c` puts the working directory on sys.path
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            medians[name].append(float(done.stdout))
+            print(f"round {rnd + 1} {name}: median scrape {medians[name][-1] * 1000:.1f} ms", file=sys.stderr)
+    base, this = statistics.median(medians["base"]), statistics.median(medians["this"])
+    print(
+        f"\n### /metrics in process, {args.partitions:,} partitions, {args.groups} groups × {args.group_partitions}: "
+        f"{args.rounds} rounds of {args.repeat} scrapes"
+    )
+    print("| | base | this tree | base ÷ this |\n|---|---|---|---|")
+    print(f"| median of round medians | {base * 1000:.1f} ms | {this * 1000:.1f} ms | {base / this:.2f} |")
+
+
 def embedded(args: argparse.Namespace) -> None:
     base_src = Path(tempfile.mkdtemp(prefix="bench-base-"))
     subprocess.run(f"git archive {args.base} src | tar -x -C {base_src}", shell=True, check=True)
@@ -217,6 +280,26 @@ async def _scrape_and_pages(args: argparse.Namespace) -> None:
                 generate_latest(registry)
                 reference.append(time.perf_counter() - began)
             series = sum(1 for line in body.splitlines() if line and not line.startswith(b"#"))
+            if args.only == "scrape":
+                async with HttpServer(broker, "127.0.0.1", 0) as http:
+                    url = http.url + "metrics"
+
+                    def scrape_all() -> list[float]:
+                        took = []
+                        for _ in range(args.repeat):
+                            began = time.perf_counter()
+                            with urllib.request.urlopen(url, timeout=60) as response:
+                                response.read()
+                            took.append(time.perf_counter() - began)
+                        return took
+
+                    over_http = await asyncio.to_thread(scrape_all)
+                _print_scrape(args, series, collector, reference)
+                print(
+                    f"GET /metrics over HTTP: median {statistics.median(over_http) * 1000:.1f} ms "
+                    f"(min {min(over_http) * 1000:.1f}, max {max(over_http) * 1000:.1f})"
+                )
+                return
 
             big = "big"
             await broker.create_topic(big, 1)
@@ -259,6 +342,14 @@ async def _scrape_and_pages(args: argparse.Namespace) -> None:
 
                 await asyncio.to_thread(load_all)
 
+    _print_scrape(args, series, collector, reference)
+    print(f"\n### Console pages over HTTP, topic `{big}` of {args.messages:,} records, {args.repeat} loads each")
+    print("| page | median ms | max ms |\n|---|---|---|")
+    for page, took in loads.items():
+        print(f"| `{page}` | {statistics.median(took) * 1000:.1f} | {max(took) * 1000:.1f} |")
+
+
+def _print_scrape(args: argparse.Namespace, series: int, collector: list[float], reference: list[float]) -> None:
     print(
         f"\n### /metrics with {args.partitions:,} partitions and {args.groups} groups × {args.group_partitions} "
         f"committed partitions ({series:,} samples), {args.repeat} scrapes"
@@ -271,15 +362,13 @@ async def _scrape_and_pages(args: argparse.Namespace) -> None:
         f"collector + prometheus-client's generate_latest, alternating with it: median "
         f"{statistics.median(reference) * 1000:.1f} ms (min {min(reference) * 1000:.1f})"
     )
-    print(f"\n### Console pages over HTTP, topic `{big}` of {args.messages:,} records, {args.repeat} loads each")
-    print("| page | median ms | max ms |\n|---|---|---|")
-    for page, took in loads.items():
-        print(f"| `{page}` | {statistics.median(took) * 1000:.1f} | {max(took) * 1000:.1f} |")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", choices=["hot", "embedded", "pages"], help="run one part only")
+    parser.add_argument(
+        "--only", choices=["hot", "embedded", "pages", "scrape", "scrape-base"], help="run one part only"
+    )
     parser.add_argument("--base", default="main", help="baseline revision for the hot path (git archive)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--count", type=int, default=200_000)
@@ -294,7 +383,9 @@ def main() -> None:
         hot_path(args)
     if args.only in (None, "embedded"):
         embedded(args)
-    if args.only in (None, "pages"):
+    if args.only == "scrape-base":
+        scrape_against_base(args)
+    if args.only in (None, "pages", "scrape"):
         asyncio.run(_scrape_and_pages(args))
 
 

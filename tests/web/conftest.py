@@ -1,10 +1,13 @@
 """Fixtures: a real broker served on random ports (Kafka and HTTP) from a background thread, and helpers that
-talk to its HTTP listener the way a browser or Prometheus does (real sockets, no test client)."""
+talk to its HTTP listener the way a browser or Prometheus does (real sockets, no test client), and Debian's chromium
+driven by Playwright for the browser tests (never a downloaded browser)."""
 
 from __future__ import annotations
 
 import html
+import os
 import re
+import shutil
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -14,9 +17,21 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer
+from playwright import sync_api as playwright_api
 
 from kafkalite.server import ThreadedServer, run_in_thread
 
+CHROMIUM = os.environ.get("KAFKALITE_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 TOKEN = re.compile(r'name="csrf" value="([^"]+)"')
 
 
@@ -88,3 +103,16 @@ def served(tmp_path: Path) -> Iterator[ThreadedServer]:
 @pytest.fixture
 def browser(served: ThreadedServer) -> Browser:
     return Browser(served.http_url)
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[playwright_api.Browser]:
+    assert shutil.which(CHROMIUM) or Path(CHROMIUM).exists(), (
+        f"{CHROMIUM} not found: install Debian's chromium (apt-get install chromium chromium-driver; .ci/run does)"
+    )
+    with playwright_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()

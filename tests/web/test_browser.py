@@ -9,8 +9,6 @@ the Content-Security-Policy would report any inline script or style the pages re
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,17 +23,6 @@ from .conftest import manual_consumer
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(240)]
 
-CHROMIUM = os.environ.get("KAFKALITE_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 PAGES = {
     "overview": "/",
     "topics": "/topics",
@@ -46,19 +33,6 @@ PAGES = {
     "dead-letters": "/dead-letters",
     "dead-letter-topic": "/dead-letters/e2e-orders?preview=1",
 }
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[playwright_api.Browser]:
-    assert shutil.which(CHROMIUM) or Path(CHROMIUM).exists(), (
-        f"{CHROMIUM} not found: install Debian's chromium (apt-get install chromium chromium-driver; .ci/run does)"
-    )
-    with playwright_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from kafkalite.broker import Broker
-from kafkalite.http.exposition import render
+from kafkalite.http.exposition import Columns, label_text, render
 from kafkalite.http.guard import Guard, host_name, is_loopback
 from kafkalite.http.metrics import BrokerCollector
 from kafkalite.http.render import as_hex, as_json, human_bytes, retention, timestamp
@@ -182,3 +182,32 @@ def test_render_of_families_freed_as_it_goes_never_mixes_up_their_labels() -> No
 
     lines = render(one_at_a_time()).decode().splitlines()
     assert [line for line in lines if not line.startswith("#")] == [f'g{i}{{n="{i}"}} {i}.0' for i in range(200)]
+
+
+def test_columns_render_as_generate_latest_does_and_refuse_lost_samples() -> None:
+    labels = [{"topic": t, "partition": p} for t, p in (('we"ird\\na\nme', "0"), ("plain", "10"))]
+    rows = [(row, label_text(row)) for row in labels]
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(Fixed(Columns("kafka_log_log_size", "bytes", rows, [12345678, 3])))
+    assert render(registry.collect()) == generate_latest(registry)
+    with pytest.raises(TypeError):
+        Columns("x", "y", rows, [1, 2]).samples = [object()]  # type: ignore[list-item]
+
+
+async def test_scrapes_reuse_label_text_and_forget_deleted_topics_and_groups() -> None:
+    async with Broker(None) as broker:
+        await broker.create_topic("kept", 2)
+        await broker.create_topic("gone", 2)
+        await broker.offsets.commit("g", "gone", 1, 0)
+        collector = BrokerCollector(broker)
+        first = {f.name: f for f in collector.collect()}
+        again = {f.name: f for f in collector.collect()}
+        assert first["kafka_log_log_size"].rows[0] is again["kafka_log_log_size"].rows[0]  # rendered once
+        await broker.delete_topic("gone")
+        after = {f.name: f for f in collector.collect()}
+        shown = {labels["topic"] for labels, _ in after["kafka_log_log_size"].rows}
+        assert "kept" in shown
+        assert "gone" not in shown
+        assert after["kafka_consumergroup_lag"].rows == []
+        assert not any("gone" in key for key in collector._partition_rows._rows)
+        assert not collector._group_rows._rows

@@ -3,8 +3,12 @@ answers health checks and metrics, a busy HTTP port is one line and a non-zero e
 
 from __future__ import annotations
 
+import http.cookiejar
+import re
 import socket
 import subprocess
+import sys
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -13,6 +17,7 @@ import pytest
 from interop.served import READY, ServedBroker, serve_command
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
+USERS_SET = (sys.executable, "-m", "kafkalite.cli", "users", "set")
 
 
 def test_ready_line_names_the_console_and_it_answers(tmp_path: Path) -> None:
@@ -78,5 +83,45 @@ def test_busy_http_port_exits_non_zero_with_one_line() -> None:
 def test_help_lists_the_http_options() -> None:
     done = subprocess.run(serve_command("--help"), capture_output=True, text=True, timeout=30)
     assert done.returncode == 0
-    for option in ("--http-port", "--http-host", "--no-http"):
+    for option in ("--http-port", "--http-host", "--no-http", "--http-tls"):
         assert option in done.stdout
+
+
+def test_with_the_authorizer_on_the_console_asks_for_a_broker_users_login(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    subprocess.run(
+        [*USERS_SET, "admin", "--mechanism", "SCRAM-SHA-512", "--password-stdin", "--data-dir", str(data)],
+        input="admin-secret\n",
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    authorizer = ("--override", "authorizer.class.name=kafkalite", "--override", "super.users=User:admin")
+    broker = ServedBroker(data, tmp_path / "serve.log", "--fsync", "never", "--http-port", "0", *authorizer)
+    try:
+        broker.start()
+        url = broker.console_url
+        assert url is not None
+        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+        with opener.open(url + "topics", timeout=10) as answer:
+            assert "/login?next=%2Ftopics" in answer.url
+            token = re.search(r'name="csrf" value="([^"]+)"', answer.read().decode())
+        assert token is not None
+        form = {"csrf": token.group(1), "username": "admin", "password": "admin-secret", "next": "/topics"}
+        with opener.open(url + "login", urllib.parse.urlencode(form).encode(), timeout=30) as answer:
+            assert answer.url == url + "topics"
+            assert "Signed in as User:admin" in answer.read().decode()
+        with urllib.request.urlopen(url + "metrics", timeout=10) as answer:  # open to Prometheus, no session
+            assert answer.status == 200
+        assert broker.stop() == 0
+    finally:
+        broker.kill()
+
+
+def test_http_tls_without_a_tls_listener_is_one_line_and_a_non_zero_exit() -> None:
+    command = serve_command("--port", "0", "--data-dir", "memory", "--http-port", "0", "--http-tls")
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0
+    assert "--http-tls uses a TLS listener's ssl.keystore settings, and no listener has them" in done.stderr
+    assert "Traceback" not in done.stderr

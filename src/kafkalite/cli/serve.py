@@ -6,7 +6,9 @@ Settings come under Kafka's broker config names from `--config server.properties
 The ready line `KafkaLite ready on HOST:PORT (data: DIR, fsync ...)` goes to stdout once the listeners are bound (the
 first listener's address), so a parent process (a test harness, a supervisor) can wait for it and read the chosen
 port; one line `KafkaLite listener NAME on HOST:PORT` per listener follows. With the HTTP listener on (the default,
-`--http-port 9644`; `--no-http` turns it off) the ready line ends with `; console http://HOST:PORT/`.
+`--http-port 9644`; `--no-http` turns it off) the ready line ends with `; console http://HOST:PORT/`. When the
+listeners authenticate (SASL) or the authorizer is on, the console asks for a login with the broker's credentials;
+`--http-tls` serves it over HTTPS with the first TLS listener's keystore.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from kafkalite.logs import configure_logging
 from kafkalite.protocol.kio_import import import_kio_without_hypothesis
 
 if TYPE_CHECKING:
+    from kafkalite.security.settings import TlsSettings
     from kafkalite.server.properties import ServeSettings
 
 
@@ -78,6 +81,9 @@ if TYPE_CHECKING:
     "--http-host", default="localhost", show_default=True, help="Console address; a non-loopback one serves others."
 )
 @click.option("--no-http", is_flag=True, help="No web console and no /metrics.")
+@click.option(
+    "--http-tls", is_flag=True, help="Serve the console over HTTPS with the first TLS listener's ssl.keystore settings."
+)
 @click.pass_context
 def serve(
     ctx: click.Context,
@@ -98,6 +104,7 @@ def serve(
     http_port: int,
     http_host: str,
     no_http: bool,
+    http_tls: bool,
 ) -> None:
     """Serve the Kafka wire protocol (and the web console with /metrics) until SIGINT or SIGTERM.
 
@@ -146,8 +153,13 @@ def serve(
     if data is not None and data.exists() and not data.is_dir():
         fail(f"cannot use --data-dir {data}: it is a file, not a directory")
     http = None if no_http else (http_host, http_port)
+    http_keystore = None
+    if http_tls:
+        http_keystore = next((listener.tls for listener in serve_settings.listeners if listener.tls), None)
+        if http_keystore is None:
+            fail("--http-tls uses a TLS listener's ssl.keystore settings, and no listener has them")
     try:
-        run(_serve(serve_settings, http))
+        run(_serve(serve_settings, http, http_keystore))
     except KafkaLiteError as exc:
         fail(str(exc))
     except _ListenError as exc:
@@ -183,7 +195,7 @@ class _ListenError(Exception):
     """A listener could not bind: one line for the user."""
 
 
-async def _serve(settings: ServeSettings, http: tuple[str, int] | None) -> None:
+async def _serve(settings: ServeSettings, http: tuple[str, int] | None, http_tls: TlsSettings | None = None) -> None:
     from kafkalite.broker import Broker
     from kafkalite.server import KafkaServer
 
@@ -211,7 +223,15 @@ async def _serve(settings: ServeSettings, http: tuple[str, int] | None) -> None:
             from kafkalite.http import HttpServer  # only when asked: aiohttp and friends cost start-up time
 
             kafka = [f"kafka://{server.bootstrap_of(listener.name)}" for listener, _ in server.listeners]
-            console = HttpServer(broker, http[0], http[1], listeners=kafka)
+            console = HttpServer(
+                broker,
+                http[0],
+                http[1],
+                listeners=kafka,
+                security=server.security,
+                kafka_protocols=[listener.protocol for listener, _ in server.listeners],
+                tls=http_tls,
+            )
             try:
                 await console.start()
             except OSError as exc:

@@ -4,6 +4,10 @@
 Counts come from offsets: letters held = the DLQ's end − start offsets, waiting = end − the replay position
 (`DeadLetterQueue.replay_position`). Pages read one window of letters, never a whole DLQ. The replay itself is the
 broker's (`DeadLetterQueue.replay`), which republishes each letter not replayed yet and records its progress.
+
+With a login, the list shows the sources whose dead-letter topic the principal may DESCRIBE, a source's letters need
+READ on its dead-letter topic, and a replay needs that READ plus WRITE on every topic the waiting letters go back to
+(checked on the dry run before anything is written).
 """
 
 from __future__ import annotations
@@ -14,19 +18,23 @@ from aiohttp import web
 
 from kafkalite.broker import Broker, DeadLetter, dead_letter_topic
 from kafkalite.broker.dead_letter_format import DLQ_SUFFIX
+from kafkalite.http.auth import Access
 from kafkalite.http.messages import DEFAULT_LIMIT, MAX_LIMIT, int_param
 from kafkalite.http.render import as_hex, as_json, as_text
-from kafkalite.http.server import console_of, page, redirect
+from kafkalite.http.server import access_of, console_of, page, redirect
+from kafkalite.security.acls import Operation, ResourceType
 
 PREVIEW_LIMIT = 50
 
 
-def dead_letter_sources(broker: Broker) -> list[str]:
-    """Source topics that have a dead-letter topic."""
+def dead_letter_sources(broker: Broker, access: Access) -> list[str]:
+    """Source topics that have a dead-letter topic `access` may DESCRIBE."""
     return sorted(
         name[: -len(DLQ_SUFFIX)]
         for name in list(broker.topics)
-        if name.endswith(DLQ_SUFFIX) and len(name) > len(DLQ_SUFFIX)
+        if name.endswith(DLQ_SUFFIX)
+        and len(name) > len(DLQ_SUFFIX)
+        and access.may(Operation.DESCRIBE, ResourceType.TOPIC, name)
     )
 
 
@@ -72,12 +80,13 @@ def shown(letter: DeadLetter) -> dict[str, Any]:
 
 async def list_sources(request: web.Request) -> web.Response:
     broker = console_of(request).broker
-    rows = [counts(broker, source) for source in dead_letter_sources(broker)]
+    rows = [counts(broker, source) for source in dead_letter_sources(broker, access_of(request))]
     return page(request, "dead_letters.html", title="Dead letters", section="dlq", sources=rows)
 
 
 def _source(broker: Broker, request: web.Request) -> str:
     source = request.match_info["topic"]
+    access_of(request).require(Operation.READ, ResourceType.TOPIC, dead_letter_topic(source))
     if dead_letter_topic(source) not in broker.topics:
         raise web.HTTPNotFound(text=f"Topic {source!r} has no dead letters.")
     return source
@@ -124,6 +133,9 @@ async def show_source(request: web.Request) -> web.Response:
 async def replay(request: web.Request) -> web.Response:
     broker = console_of(request).broker
     source = _source(broker, request)
+    access = access_of(request)
+    for target in sorted({r.topic for r in await broker.dead_letters.replay(source, dry_run=True)}):
+        access.require(Operation.WRITE, ResourceType.TOPIC, target)
     replayed = await broker.dead_letters.replay(source)
     targets = ", ".join(sorted({r.topic for r in replayed})) or source
     raise redirect(request, f"/dead-letters/{source}", f"Replayed {len(replayed)} dead letter(s) to {targets}.")

@@ -6,6 +6,10 @@ samples) that alone is the whole scrape budget. The families here come from our 
 label names are fixed ASCII identifiers, so only label values need escaping. `render` writes exactly what
 `generate_latest` writes for the same families (`tests/web/test_exposition.py` holds them byte-equal) and is parsed
 by Prometheus and by prometheus-client's parser alike.
+
+The big families (a row per partition, per group and partition) are `Columns`: each row's label text rendered once
+and kept by the collector from scrape to scrape, and a list of values. `render` writes them in one join with no
+`Sample` per row; their `samples` are built on demand for prometheus-client's writer and parser.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import math
 from collections.abc import Iterable
 
 from prometheus_client.core import Metric
+from prometheus_client.samples import Sample
 
 _SUFFIXES = {"counter": "_total"}
 
@@ -52,6 +57,46 @@ def _labels_text(labels: dict[str, str]) -> str:
     return "{" + ",".join(f'{key}="{_escape_value(labels[key])}"' for key in sorted(labels)) + "}"
 
 
+Row = tuple[dict[str, str], str]
+"""One row of a `Columns` family: its labels, and their text as the exposition writes it (`label_text`)."""
+
+
+def label_text(labels: dict[str, str]) -> str:
+    """`{name="value",...}`: label names sorted, values escaped, as `generate_latest` writes them."""
+    return _labels_text(labels)
+
+
+class Columns(Metric):
+    """A gauge family kept as columns: `rows` (labels and their rendered text, usually cached by the collector)
+    and `values`, one per row."""
+
+    def __init__(self, name: str, documentation: str, rows: list[Row], values: list[float]) -> None:
+        super().__init__(name, documentation, "gauge")
+        self.rows = rows
+        self.values = values
+
+    @property
+    def samples(self) -> list[Sample]:
+        return [Sample(self.name, labels, value) for (labels, _), value in zip(self.rows, self.values, strict=True)]
+
+    @samples.setter
+    def samples(self, value: list[Sample]) -> None:
+        if value:  # Metric.__init__ sets it empty; anything else would be lost
+            raise TypeError("a Columns family's samples are its rows and values")
+
+
+def _columns_text(family: Columns) -> str:
+    name = family.name
+    return "".join(
+        [
+            f"{name}{text} {value}.0\n"
+            if type(value) is int and -1_000_000 < value < 1_000_000  # go_float's common case, inlined
+            else f"{name}{text} {go_float(value)}\n"
+            for (_, text), value in zip(family.rows, family.values, strict=True)
+        ]
+    )
+
+
 def render(families: Iterable[Metric]) -> bytes:
     out: list[str] = []
     add = out.append
@@ -63,6 +108,9 @@ def render(families: Iterable[Metric]) -> bytes:
         name = family.name + _SUFFIXES.get(family.type, "")
         kind = family.type if family.type in ("counter", "gauge", "histogram", "summary") else "untyped"
         add(f"# HELP {name} {_escape_help(family.documentation)}\n# TYPE {name} {kind}\n")
+        if isinstance(family, Columns):
+            add(_columns_text(family))
+            continue
         for sample in family.samples:
             labels = sample.labels
             if labels:

@@ -5,6 +5,10 @@ Lag is the partition's log end offset minus the committed offset, computed when 
 ordinary standalone commit (generation -1, no member id) through the group service, which refuses it unless the
 group is Empty — the same rule Kafka applies to `kafka-consumer-groups --reset-offsets`; a group that gained a member
 between the page and the post gets the refusal shown instead.
+
+With a login, the list shows the groups the principal may DESCRIBE (ListGroups' rule), a group's page needs DESCRIBE
+on the group and shows offsets of the topics it may DESCRIBE (OffsetFetch's), and a reset needs READ on the group
+and on the topic (OffsetCommit's).
 """
 
 from __future__ import annotations
@@ -20,21 +24,33 @@ from kafkalite.broker import EARLIEST, LATEST, Broker, CommittedOffset
 from kafkalite.broker.dead_letter_format import REPLAY_GROUP
 from kafkalite.errors import GroupError, InvalidConfigError, KafkaLiteError
 from kafkalite.groups.consumer_protocol import decode_assignment
+from kafkalite.http.auth import Access
 from kafkalite.http.messages import parse_time
-from kafkalite.http.server import console_of, form_of, page, redirect
+from kafkalite.http.server import access_of, console_of, form_of, page, redirect
+from kafkalite.security.acls import Operation, ResourceType
 
 RESET_TARGETS = ("earliest", "latest", "time", "offset")
 
 
 def lag_rows(
-    broker: Broker, group: str, committed_offsets: Mapping[tuple[str, int], CommittedOffset] | None = None
+    broker: Broker,
+    group: str,
+    committed_offsets: Mapping[tuple[str, int], CommittedOffset] | None = None,
+    access: Access | None = None,
 ) -> list[dict[str, Any]]:
     """Committed offset, end offset and lag of each partition the group committed (from `committed_offsets` when
-    the caller already has them: the list page reads the whole table once, not once per group)."""
+    the caller already has them: the list page reads the whole table once, not once per group), on the topics
+    `access` may DESCRIBE."""
     if committed_offsets is None:
         committed_offsets = broker.offsets.committed(group)
     rows = []
+    shown: dict[str, bool] = {}
     for (topic_name, index), committed in sorted(committed_offsets.items()):
+        if access is not None:
+            if topic_name not in shown:
+                shown[topic_name] = access.may(Operation.DESCRIBE, ResourceType.TOPIC, topic_name)
+            if not shown[topic_name]:
+                continue
         topic = broker.topics.get(topic_name)
         if topic is None or not 0 <= index < len(topic.partitions):
             end = None
@@ -65,6 +81,7 @@ def assignment_of(data: bytes, protocol_type: str) -> list[tuple[str, int]] | No
 
 async def list_groups(request: web.Request) -> web.Response:
     broker = console_of(request).broker
+    access = access_of(request)
     by_group: dict[str, dict[tuple[str, int], CommittedOffset]] = defaultdict(dict)
     for (group, topic, partition), committed in broker.offsets.entries():
         by_group[group][topic, partition] = committed
@@ -72,9 +89,11 @@ async def list_groups(request: web.Request) -> web.Response:
     for listing in sorted(broker.groups.list_groups(), key=lambda g: g.group_id):
         if listing.group_id.startswith(REPLAY_GROUP):  # replay progress, not a consumer group
             continue
+        if not access.may(Operation.DESCRIBE, ResourceType.GROUP, listing.group_id):
+            continue
         # an Empty group has no members and no protocol chosen: only the others need describing
         described = None if listing.state == "Empty" else broker.groups.describe(listing.group_id)
-        lags = lag_rows(broker, listing.group_id, by_group.get(listing.group_id, {}))
+        lags = lag_rows(broker, listing.group_id, by_group.get(listing.group_id, {}), access)
         rows.append(
             {
                 "id": listing.group_id,
@@ -92,6 +111,8 @@ async def list_groups(request: web.Request) -> web.Response:
 async def show_group(request: web.Request) -> web.Response:
     broker = console_of(request).broker
     group = request.match_info["group"]
+    access = access_of(request)
+    access.require(Operation.DESCRIBE, ResourceType.GROUP, group)
     described = broker.groups.describe(group)
     if described.state == "Dead" and not broker.offsets.committed(group):
         raise web.HTTPNotFound(text=f"There is no consumer group {group!r}.")
@@ -106,7 +127,7 @@ async def show_group(request: web.Request) -> web.Response:
         }
         for m in described.members
     ]
-    rows = lag_rows(broker, group)
+    rows = lag_rows(broker, group, access=access)
     return page(
         request,
         "group.html",
@@ -119,7 +140,9 @@ async def show_group(request: web.Request) -> web.Response:
         offsets=rows,
         total_committed_lag=sum(row["lag"] or 0 for row in rows),
         topics=sorted({row["topic"] for row in rows}),
-        all_topics=sorted(t.name for t in broker.topics.values() if not t.is_internal),
+        all_topics=sorted(
+            access.visible(ResourceType.TOPIC, [t.name for t in broker.topics.values() if not t.is_internal])
+        ),
         resettable=described.state in ("Empty", "Dead"),
     )
 
@@ -129,6 +152,9 @@ async def reset_offsets(request: web.Request) -> web.Response:
     group = request.match_info["group"]
     location = f"/groups/{quote(group, safe='')}"
     form = await form_of(request)
+    access = access_of(request)
+    access.require(Operation.READ, ResourceType.GROUP, group)
+    access.require(Operation.READ, ResourceType.TOPIC, form.get("topic", ""))
     try:
         topic = broker.topic(form.get("topic", ""))
         target = form.get("to", "")

@@ -1,6 +1,7 @@
 """What keeps a browser from being turned against the console: Host checks and a write token.
 
-The console has no login yet (until the security layer's authentication lands), so it relies on two rules:
+Without security the console has no login, so it relies on two rules (with a login they still apply, and the token
+is then the session's own, see `auth`):
 
 1. **Local only by default.** Bound to a loopback address, the listener answers only requests whose `Host` names a
    loopback host (`localhost`, `127.0.0.1`, `[::1]`, with any port). That stops DNS rebinding: a hostile page whose
@@ -59,8 +60,11 @@ class Guard:
             return True
         return host_header is not None and is_loopback(host_name(host_header))
 
-    def write_refusal(self, headers: Mapping[str, str], host_header: str | None, token: str | None) -> str | None:
-        """Why this write must be refused, or None when it may go ahead."""
+    def write_refusal(
+        self, headers: Mapping[str, str], host_header: str | None, token: str | None, expected: str | None = None
+    ) -> str | None:
+        """Why this write must be refused, or None when it may go ahead; `expected` is the token the request must
+        carry (a logged-in session's own), by default the listener's."""
         site = headers.get("Sec-Fetch-Site")
         if site is not None and site not in ("same-origin", "none"):
             return f"cross-site request refused (Sec-Fetch-Site: {site})"
@@ -70,6 +74,7 @@ class Guard:
                 return f"request from another origin refused ({origin})"
         elif origin == "null":
             return "request from an opaque origin refused"
-        if token is None or not hmac.compare_digest(token.encode(), self.token.encode()):
+        expected = self.token if expected is None else expected
+        if token is None or not hmac.compare_digest(token.encode(), expected.encode()):
             return "missing or wrong form token: reload the page and try again"
         return None

@@ -5,6 +5,9 @@ time index), at most `limit` records, decoded from the batches that hold them. W
 newest records. A filter (key, text or JSON field) scans forward at most `SCAN_LIMIT` records per page and says
 where it stopped, so the next page carries on from there: no request ever reads a whole log, however long.
 
+With a login, browsing needs READ on the topic (what a Fetch needs) and the test message WRITE (a Produce's),
+checked before the topic is looked up.
+
 Values are shown pretty-printed when they are JSON, else as text (`view=text`), or as a hexdump (`view=hex`).
 """
 
@@ -21,8 +24,9 @@ from aiohttp import web
 from kafkalite.broker import Broker
 from kafkalite.errors import InvalidRecordError, KafkaLiteError
 from kafkalite.http.render import as_hex, as_json, as_text
-from kafkalite.http.server import console_of, form_of, page, redirect
+from kafkalite.http.server import access_of, console_of, form_of, page, redirect
 from kafkalite.protocol.records import Record
+from kafkalite.security.acls import Operation, ResourceType
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 200
@@ -150,6 +154,7 @@ def int_param(value: str | None, default: int | None) -> int | None:
 async def browse(request: web.Request) -> web.Response:
     broker = console_of(request).broker
     name = request.match_info["topic"]
+    access_of(request).require(Operation.READ, ResourceType.TOPIC, name)
     topic = broker.topics.get(name)
     if topic is None:
         raise web.HTTPNotFound(text=f"There is no topic {name!r}.")
@@ -211,6 +216,7 @@ def parse_headers(text: str) -> list[tuple[str, bytes | None]]:
 async def produce(request: web.Request) -> web.Response:
     broker = console_of(request).broker
     name = request.match_info["topic"]
+    access_of(request).require(Operation.WRITE, ResourceType.TOPIC, name)
     form = await form_of(request)
     location = f"/topics/{name}/messages"
     try:

@@ -8,6 +8,11 @@ each partition's high watermark: no log is read.
 Names follow Kafka's JMX exporter (`kafka_server_brokertopicmetrics_*`, `kafka_log_log_*`,
 `kafka_network_requestmetrics_*`) and kafka_exporter (`kafka_consumergroup_*`) where a counterpart exists, so
 existing dashboards work; the rest are `kafkalite_*`. Every name is listed in the README.
+
+Cost: a scrape is one pass over the partitions and one over the committed-offset table, reading integers. The
+per-row families are `exposition.Columns`, whose label text per (topic, partition) and per (group, topic,
+partition) the collector renders once and keeps between scrapes (`LabelCache`: rows not seen in a scrape are
+dropped, so deleted topics and groups do not accumulate); a scrape then appends two numbers per row.
 """
 
 from __future__ import annotations
@@ -25,11 +30,10 @@ from prometheus_client.core import (
     Metric,
 )
 from prometheus_client.registry import Collector
-from prometheus_client.samples import Sample
 
 from kafkalite.broker import Broker, dead_letter_topic
 from kafkalite.broker.dead_letter_format import DLQ_SUFFIX, REPLAY_GROUP
-from kafkalite.http.exposition import render
+from kafkalite.http.exposition import Columns, Row, label_text, render
 from kafkalite.stats import Histogram
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -42,11 +46,6 @@ def error_name(code: int) -> str:
         return str(code)
 
 
-def _add(family: Metric, labels: dict[str, str], value: float) -> None:
-    """`add_metric` for the per-partition families, without rebuilding the labels: thousands of these a scrape."""
-    family.samples.append(Sample(family.name, labels, value))
-
-
 def _histogram(name: str, doc: str, labels: list[str]) -> HistogramMetricFamily:
     return HistogramMetricFamily(name, doc, labels=labels)
 
@@ -55,11 +54,38 @@ def _add_histogram(family: HistogramMetricFamily, values: list[str], histogram: 
     family.add_metric(values, histogram.cumulative(), histogram.total)
 
 
+class LabelCache:
+    """Rendered label rows by key, kept from one scrape to the next; `rotate()` after a scrape forgets rows that
+    scrape did not use."""
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self.names = names
+        self._rows: dict[tuple[str, ...], Row] = {}
+        self._used: dict[tuple[str, ...], Row] = {}
+
+    def row(self, key: tuple[str, ...]) -> Row:
+        found = self._used.get(key)
+        if found is None:
+            found = self._rows.get(key)
+            if found is None:
+                labels = dict(zip(self.names, key, strict=True))
+                found = (labels, label_text(labels))
+            self._used[key] = found
+        return found
+
+    def rotate(self) -> None:
+        self._rows, self._used = self._used, {}
+
+
 class BrokerCollector(Collector):
-    """A prometheus-client collector over one broker: every family is built fresh on each scrape."""
+    """A prometheus-client collector over one broker: every family is built fresh on each scrape, from label text
+    kept between scrapes."""
 
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
+        self._partition_rows = LabelCache(("topic", "partition"))
+        self._group_rows = LabelCache(("consumergroup", "topic", "partition"))
+        self._group_topic_rows = LabelCache(("consumergroup", "topic"))
 
     def collect(self) -> Iterator[Metric]:
         yield from self._info()
@@ -87,10 +113,11 @@ class BrokerCollector(Collector):
         messages_in = CounterMetricFamily(
             "kafka_server_brokertopicmetrics_messagesin", "Records produced", labels=["topic"]
         )
-        labels = ["topic", "partition"]
-        start = GaugeMetricFamily("kafka_log_log_logstartoffset", "First offset still in the log", labels=labels)
-        end = GaugeMetricFamily("kafka_log_log_logendoffset", "Offset the next record will get", labels=labels)
-        size = GaugeMetricFamily("kafka_log_log_size", "Bytes held by the partition's log", labels=labels)
+        rows: list[Row] = []
+        starts: list[float] = []
+        ends: list[float] = []
+        sizes: list[float] = []
+        cache = self._partition_rows
         partitions = GaugeMetricFamily("kafka_topic_partitions", "Partitions of the topic", labels=["topic"])
         dead = GaugeMetricFamily(
             "kafkalite_dead_letters", "Records held in the topic's dead-letter topic (<topic>.DLQ)", labels=["topic"]
@@ -106,10 +133,10 @@ class BrokerCollector(Collector):
                 total_in += partition.bytes_in
                 total_out += partition.bytes_out
                 total_messages += partition.messages_in
-                where = {"topic": name, "partition": str(partition.index)}
-                _add(start, where, partition.log_start_offset)
-                _add(end, where, partition.high_watermark)
-                _add(size, where, partition.log.size_bytes)
+                rows.append(cache.row((name, str(partition.index))))
+                starts.append(partition.log_start_offset)
+                ends.append(partition.high_watermark)
+                sizes.append(partition.log.size_bytes)
             bytes_in.add_metric([name], total_in)
             bytes_out.add_metric([name], total_out)
             messages_in.add_metric([name], total_messages)
@@ -125,6 +152,10 @@ class BrokerCollector(Collector):
                         waiting += max(0, partition.high_watermark - position)
                     dead.add_metric([source], held)
                     pending.add_metric([source], waiting)
+        cache.rotate()
+        start = Columns("kafka_log_log_logstartoffset", "First offset still in the log", rows, starts)
+        end = Columns("kafka_log_log_logendoffset", "Offset the next record will get", rows, ends)
+        size = Columns("kafka_log_log_size", "Bytes held by the partition's log", rows, sizes)
         yield from (bytes_in, bytes_out, messages_in, partitions, start, end, size, dead, pending)
 
     def _requests(self) -> Iterator[Metric]:
@@ -162,12 +193,10 @@ class BrokerCollector(Collector):
 
     def _groups(self) -> Iterator[Metric]:
         groups = self.broker.groups
-        labels = ["consumergroup", "topic", "partition"]
-        current = GaugeMetricFamily("kafka_consumergroup_current_offset", "Committed offset", labels=labels)
-        lag = GaugeMetricFamily("kafka_consumergroup_lag", "Log end offset minus committed offset", labels=labels)
-        lag_sum = GaugeMetricFamily(
-            "kafka_consumergroup_lag_sum", "Lag summed over the topic's partitions", labels=["consumergroup", "topic"]
-        )
+        cache = self._group_rows
+        rows: list[Row] = []
+        offsets: list[float] = []
+        lags: list[float] = []
         sums: dict[tuple[str, str], int] = defaultdict(int)
         topics = self.broker.topics
         for (group, topic_name, index), committed in self.broker.offsets.entries():
@@ -175,13 +204,18 @@ class BrokerCollector(Collector):
             if topic is None or not 0 <= index < len(topic.partitions) or group.startswith(REPLAY_GROUP):
                 continue
             behind = max(0, topic.partitions[index].high_watermark - committed.offset)
-            where = {"consumergroup": group, "topic": topic_name, "partition": str(index)}
-            _add(current, where, committed.offset)
-            _add(lag, where, behind)
+            rows.append(cache.row((group, topic_name, str(index))))
+            offsets.append(committed.offset)
+            lags.append(behind)
             sums[group, topic_name] += behind
-        for (group, topic_name), total in sums.items():
-            lag_sum.add_metric([group, topic_name], total)
-        yield from (current, lag, lag_sum)
+        cache.rotate()
+        sum_rows = [self._group_topic_rows.row(key) for key in sums]
+        self._group_topic_rows.rotate()
+        yield Columns("kafka_consumergroup_current_offset", "Committed offset", rows, offsets)
+        yield Columns("kafka_consumergroup_lag", "Log end offset minus committed offset", rows, lags)
+        yield Columns(
+            "kafka_consumergroup_lag_sum", "Lag summed over the topic's partitions", sum_rows, list(sums.values())
+        )
 
         members = GaugeMetricFamily("kafka_consumergroup_members", "Members of the group", labels=["consumergroup"])
         state = GaugeMetricFamily(

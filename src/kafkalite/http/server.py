@@ -6,13 +6,17 @@ the broker process as one more listener. Handlers are coroutines on the same loo
 broker directly; the rule that keeps the broker responsive is that no handler does work proportional to a log's
 length (pages read offsets, sizes and at most one page of records; `/metrics` reads counters).
 
-Every request passes `_protect` first (`guard.Guard`: the Host rule, then the write token and origin on POSTs),
-and every answer carries a Content-Security-Policy that allows only this listener's own scripts and styles, so a
-value shown in a page can never run as script and the console can never be framed.
+Every request passes `_protect` first: the Host rule (`guard.Guard`); then, when the broker authenticates, the
+session (`auth.Logins`: no session, no page but the login page, `/static/`, `/metrics`, `/healthz` and `/readyz`),
+which fixes the request's `auth.Access` (its principal and the broker's authorizer); then the write token and origin
+on POSTs (the session's own token once logged in). A refusal by the authorizer (`auth.Forbidden`) becomes a 403 page
+saying what was refused. Every answer carries a Content-Security-Policy that allows only this listener's own
+scripts and styles, so a value shown in a page can never run as script and the console can never be framed.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata
 import logging
 import secrets
@@ -27,9 +31,23 @@ from prometheus_client import CollectorRegistry
 
 from kafkalite.broker import Broker
 from kafkalite.errors import KafkaLiteError
+from kafkalite.http.auth import (
+    COOKIE,
+    OPEN,
+    OPEN_PATHS,
+    Access,
+    ConsoleSession,
+    Forbidden,
+    Logins,
+    login_location,
+    needs_login,
+)
 from kafkalite.http.guard import TOKEN_FIELD, TOKEN_HEADER, Guard
 from kafkalite.http.metrics import CONTENT_TYPE, exposition, registry_for
 from kafkalite.http.render import render
+from kafkalite.security.service import Security
+from kafkalite.security.settings import ClientAuth, SecurityProtocol, TlsSettings
+from kafkalite.security.tls import TlsContextSource
 
 logger = logging.getLogger("kafkalite.http")
 
@@ -57,6 +75,7 @@ class Console:
     listeners: Sequence[str]
     version: str
     kafka_ready: bool = True
+    logins: Logins | None = None  # None: the broker does not authenticate and the console needs no login
     notices: OrderedDict[str, tuple[str, str]] = field(default_factory=OrderedDict)
 
     def notice(self, message: str, level: str = "ok") -> str:
@@ -75,19 +94,36 @@ def console_of(request: web.Request) -> Console:
     return request.app[CONSOLE]
 
 
+ACCESS = web.RequestKey("access", Access)
+SESSION = web.RequestKey("session", ConsoleSession)
+
+
+def access_of(request: web.Request) -> Access:
+    """What this request may do (set by `_protect`): the session's principal, or everything without security."""
+    access = request.get(ACCESS)
+    return OPEN if access is None else access
+
+
+def session_of(request: web.Request) -> ConsoleSession | None:
+    return request.get(SESSION)
+
+
 def page(
     request: web.Request, template: str, *, title: str, section: str, status: int = 200, **context: Any
 ) -> web.Response:
     """A console page: the template inside the common layout, with the write token and any pending notice."""
     console = console_of(request)
     notice = console.notices.pop(request.query.get("notice", ""), None)
+    session = session_of(request)
     html = render(
         template,
         title=title,
         section=section,
-        token=console.guard.token,
+        token=session.form_token if session is not None else console.guard.token,
         token_field=TOKEN_FIELD,
         local_only=console.guard.local_only,
+        login=console.logins is not None,
+        user=str(session.principal) if session is not None else None,
         notice=notice,
         version=console.version,
         **context,
@@ -119,11 +155,19 @@ async def _protect(request: web.Request, handler: Handler) -> web.StreamResponse
             text=f"KafkaLite's console answers local requests only (Host: {host!r}); "
             "start it with --http-host to serve other hosts.\n",
         )
+    session = None
+    if console.logins is not None and request.path not in OPEN_PATHS and not request.path.startswith("/static/"):
+        session = console.logins.session(request.cookies.get(COOKIE))
+        if session is None:
+            return _login_needed(request)
+        request[SESSION] = session
+        request[ACCESS] = Access(session.principal, request.remote or "", console.logins.security.authorizer)
     if request.method not in ("GET", "HEAD", "OPTIONS"):
         token = request.headers.get(TOKEN_HEADER)
         if token is None and request.content_type in ("application/x-www-form-urlencoded", "multipart/form-data"):
             token = (await form_of(request)).get(TOKEN_FIELD)
-        refusal = console.guard.write_refusal(request.headers, host, token)
+        expected = session.form_token if session is not None else console.guard.token
+        refusal = console.guard.write_refusal(request.headers, host, token, expected)
         if refusal is not None:
             logger.warning("Refused %s %s from %s: %s", request.method, request.path, request.remote, refusal)
             response: web.StreamResponse = page(
@@ -133,6 +177,9 @@ async def _protect(request: web.Request, handler: Handler) -> web.StreamResponse
             return response
     try:
         response = await handler(request)
+    except Forbidden as exc:
+        logger.info("Console refused %s %s to %s: %s", request.method, request.path, session and session.principal, exc)
+        response = page(request, "error.html", title="Not allowed", section="", status=403, message=exc.message)
     except web.HTTPNotFound as exc:  # an unknown page, topic, group: say so inside the console's own layout
         response = page(request, "error.html", title="Not found", section="", status=404, message=exc.text or "")
     except web.HTTPException as exc:
@@ -142,6 +189,14 @@ async def _protect(request: web.Request, handler: Handler) -> web.StreamResponse
         response = page(request, "error.html", title="Error", section="", status=400, message=str(exc))
     response.headers.update(_SECURITY_HEADERS)
     return response
+
+
+def _login_needed(request: web.Request) -> web.Response:
+    """No live session: a page is sent to the login form (and back afterwards), anything else answers 401."""
+    headers = {**_SECURITY_HEADERS, "Cache-Control": "no-store"}
+    if request.method in ("GET", "HEAD") and not request.path.startswith("/api/"):
+        return web.Response(status=303, headers={**headers, "Location": login_location(request)})
+    return web.Response(status=401, text="Log in to the console first (/login).\n", headers=headers)
 
 
 async def _healthz(request: web.Request) -> web.Response:
@@ -164,24 +219,34 @@ async def _metrics(request: web.Request) -> web.Response:
 REGISTRY = web.AppKey("registry", CollectorRegistry)
 
 
-def build_app(broker: Broker, guard: Guard, listeners: Sequence[str] = ()) -> web.Application:
-    from kafkalite.http import dead_letters, groups, messages, overview, topics
+def build_app(
+    broker: Broker, guard: Guard, listeners: Sequence[str] = (), logins: Logins | None = None
+) -> web.Application:
+    from kafkalite.http import dead_letters, groups, login, messages, overview, topics
 
     app = web.Application(middlewares=[_protect], client_max_size=2 * 1024 * 1024)
-    app[CONSOLE] = Console(broker, guard, tuple(listeners), importlib.metadata.version("kafkalite"))
+    version = importlib.metadata.version("kafkalite")
+    app[CONSOLE] = Console(broker, guard, tuple(listeners), version, logins=logins)
     app[REGISTRY] = registry_for(broker)
     app.router.add_get("/healthz", _healthz)
     app.router.add_get("/readyz", _readyz)
     app.router.add_get("/metrics", _metrics)
     static = resources.files("kafkalite.http") / "static"
     app.router.add_static("/static/", str(static), append_version=False)
-    for module in (overview, topics, messages, groups, dead_letters):
+    for module in (login, overview, topics, messages, groups, dead_letters):
         module.add_routes(app.router)
     return app
 
 
 class HttpServer:
-    """The console and `/metrics` listener of one broker; start it on the broker's running event loop."""
+    """The console and `/metrics` listener of one broker; start it on the broker's running event loop.
+
+    `security` is the Kafka server's (`KafkaServer.security`) and `kafka_protocols` its listeners' protocols: when
+    they say the broker authenticates (`auth.needs_login`), the console asks for a login with the broker's own
+    credentials and shows what the principal's ACLs allow. `session_idle_s` and `session_lifetime_s` bound a login.
+    `tls` serves HTTPS with a Kafka listener's keystore (`ssl.keystore.location`, reloaded when the files change,
+    TLS 1.2+; client certificates are not asked for); the session cookie is then `Secure`.
+    """
 
     def __init__(
         self,
@@ -190,13 +255,23 @@ class HttpServer:
         port: int = DEFAULT_HTTP_PORT,
         *,
         listeners: Sequence[str] = (),
+        security: Security | None = None,
+        kafka_protocols: Sequence[SecurityProtocol] = (),
+        session_idle_s: float = 1800.0,
+        session_lifetime_s: float = 12 * 3600.0,
+        tls: TlsSettings | None = None,
         shutdown_timeout_s: float = 2.0,
     ) -> None:
         self.broker = broker
         self.host = host
         self.port = port
         self.guard = Guard(host)
-        self.app = build_app(broker, self.guard, listeners)
+        logins = None
+        if security is not None and needs_login(security, kafka_protocols):
+            logins = Logins(security, session_idle_s, session_lifetime_s)
+        self.logins = logins
+        self._tls = None if tls is None else TlsContextSource(dataclasses.replace(tls, client_auth=ClientAuth.NONE))
+        self.app = build_app(broker, self.guard, listeners, logins)
         self._runner = web.AppRunner(self.app, access_log=None, shutdown_timeout=shutdown_timeout_s)
         self._started = False
 
@@ -204,7 +279,8 @@ class HttpServer:
     def url(self) -> str:
         """The console's address for a browser on this machine."""
         host = "localhost" if self.host in ("127.0.0.1", "::1", "localhost", "", "0.0.0.0", "::") else self.host
-        return f"http://{host}:{self.port}/"
+        scheme = "http" if self._tls is None else "https"
+        return f"{scheme}://{host}:{self.port}/"
 
     @property
     def kafka_ready(self) -> bool:
@@ -218,7 +294,8 @@ class HttpServer:
     async def start(self) -> None:
         """Bind and serve; with port 0 the kernel picks a free port, readable from `.port` afterwards."""
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port)
+        ssl_context = None if self._tls is None else self._tls.server_context
+        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=ssl_context)
         try:
             await site.start()
         except BaseException:
@@ -226,7 +303,8 @@ class HttpServer:
             raise
         self._started = True
         self.port = self._runner.addresses[0][1]
-        logger.info("Console and /metrics on %s (%s)", self.url, "local only" if self.guard.local_only else self.host)
+        reach = "local only" if self.guard.local_only else self.host
+        logger.info("Console and /metrics on %s (%s%s)", self.url, reach, ", login required" if self.logins else "")
 
     async def close(self) -> None:
         if self._started:

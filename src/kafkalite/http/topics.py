@@ -2,8 +2,11 @@
 (edit) and delete (the topic's name must be typed to confirm).
 
 Every figure comes from partition offsets and sizes the logs keep in memory; nothing here reads records.
-Writes go through the broker's own admin methods (`create_topic`, `alter_topic_config`, `delete_topic`), which
-validate everything and raise `KafkaLiteError` with a message the page shows.
+With a login, the principal sees only topics it may DESCRIBE, and each write needs what Kafka's admin API needs
+(CREATE on the cluster or the topic, ALTER_CONFIGS, DELETE; see `auth`); authorization is checked before a topic is
+looked up, so a refusal never tells whether a topic exists. Writes go through the broker's own admin methods
+(`create_topic`, `alter_topic_config`, `delete_topic`), which validate everything and raise `KafkaLiteError` with
+a message the page shows.
 """
 
 from __future__ import annotations
@@ -12,7 +15,9 @@ from aiohttp import web
 
 from kafkalite.broker import Broker, Topic, dead_letter_topic
 from kafkalite.errors import InvalidConfigError, KafkaLiteError
-from kafkalite.http.server import console_of, form_of, page, redirect
+from kafkalite.http.auth import Forbidden
+from kafkalite.http.server import access_of, console_of, form_of, page, redirect
+from kafkalite.security.acls import Operation, ResourceType
 
 
 def topic_row(topic: Topic) -> dict[str, object]:
@@ -51,7 +56,9 @@ def parse_int(value: str, what: str) -> int:
 
 async def list_topics(request: web.Request) -> web.Response:
     broker = console_of(request).broker
-    rows = [topic_row(t) for t in sorted(broker.topics.values(), key=lambda t: (t.is_internal, t.name))]
+    visible = access_of(request).visible(ResourceType.TOPIC, list(broker.topics))
+    topics = sorted((broker.topics[name] for name in visible), key=lambda t: (t.is_internal, t.name))
+    rows = [topic_row(t) for t in topics]
     return page(
         request,
         "topics.html",
@@ -66,6 +73,9 @@ async def create_topic(request: web.Request) -> web.Response:
     broker = console_of(request).broker
     form = await form_of(request)
     name = form.get("name", "").strip()
+    access = access_of(request)
+    if not access.may_create_topic(name):
+        raise Forbidden(f"{access.principal} is not allowed CREATE on the cluster or on topic {name!r}")
     try:
         partitions = parse_int(form.get("partitions", "1"), "partitions")
         configs = parse_configs(form.get("configs", ""))
@@ -75,8 +85,10 @@ async def create_topic(request: web.Request) -> web.Response:
     raise redirect(request, f"/topics/{name}", f"Created topic {name} with {partitions} partition(s).")
 
 
-def _topic(broker: Broker, request: web.Request) -> Topic:
+def _topic(broker: Broker, request: web.Request, operation: Operation = Operation.DESCRIBE) -> Topic:
+    """The topic the URL names, once the principal may do `operation` on it (404 when there is no such topic)."""
     name = request.match_info["topic"]
+    access_of(request).require(operation, ResourceType.TOPIC, name)
     topic = broker.topics.get(name)
     if topic is None:
         raise web.HTTPNotFound(text=f"There is no topic {name!r}.")
@@ -98,7 +110,13 @@ async def show_topic(request: web.Request) -> web.Response:
         }
         for p in topic.partitions
     ]
+    access = access_of(request)
     dlq = broker.topics.get(dead_letter_topic(topic.name))
+    if dlq is not None and not access.may(Operation.DESCRIBE, ResourceType.TOPIC, dlq.name):
+        dlq = None
+    configs = None
+    if access.may(Operation.DESCRIBE_CONFIGS, ResourceType.TOPIC, topic.name):
+        configs = sorted(topic.config.describe(), key=lambda e: (e.is_default, e.name))  # what was set comes first
     return page(
         request,
         "topic.html",
@@ -107,14 +125,14 @@ async def show_topic(request: web.Request) -> web.Response:
         topic=topic_row(topic),
         topic_id=str(topic.topic_id),
         partitions=partitions,
-        configs=sorted(topic.config.describe(), key=lambda e: (e.is_default, e.name)),  # what was set comes first
+        configs=configs,
         dead_letters=sum(p.message_count for p in dlq.partitions) if dlq is not None else None,
     )
 
 
 async def alter_configs(request: web.Request) -> web.Response:
     broker = console_of(request).broker
-    topic = _topic(broker, request)
+    topic = _topic(broker, request, Operation.ALTER_CONFIGS)
     form = await form_of(request)
     changes: dict[str, str | None] = {}
     for entry in topic.config.describe():
@@ -139,7 +157,7 @@ async def alter_configs(request: web.Request) -> web.Response:
 
 async def delete_topic(request: web.Request) -> web.Response:
     broker = console_of(request).broker
-    topic = _topic(broker, request)
+    topic = _topic(broker, request, Operation.DELETE)
     form = await form_of(request)
     if form.get("confirm", "") != topic.name:
         raise redirect(request, f"/topics/{topic.name}#delete", "Type the topic's name to confirm the delete.", "error")

@@ -169,6 +169,37 @@ class CredentialStore:
             _unb64(entry["salt"]), int(entry["iterations"]), _unb64(entry["stored_key"]), _unb64(entry["server_key"])
         )
 
+    def has_user(self, user: str) -> bool:
+        return user in self._users
+
+    def stamp(self, user: str) -> tuple[str, ...] | None:
+        """What changes whenever `user`'s credentials change (every set draws a new salt); None for no such user.
+        A login made with an old password compares its stamp to this to notice the change."""
+        mechanisms = self._users.get(user)
+        if mechanisms is None:
+            return None
+        return tuple(f"{mechanism}:{entry['salt']}" for mechanism, entry in sorted(mechanisms.items()))
+
+    def check_password(self, user: str, password: str, mechanisms: tuple[str, ...] = MECHANISMS) -> bool:
+        """Whether `password` is `user`'s password, checked against the strongest of `mechanisms` the user has a
+        credential for (SCRAM-SHA-512, SCRAM-SHA-256, then PLAIN): what a login form uses. SCRAM keys are
+        recomputed by `scramp` from the stored salt and iteration count and compared in constant time. Costs one
+        PBKDF2 whether or not the user exists (no timing hint); blocking, so run it off the event loop."""
+        entries = self._users.get(user, {})
+        for mechanism in ("SCRAM-SHA-512", "SCRAM-SHA-256"):
+            credential = self.scram(user, mechanism) if mechanism in mechanisms and mechanism in entries else None
+            if credential is not None:
+                _, stored_key, server_key, _ = scramp.ScramMechanism(mechanism).make_auth_info(
+                    password, credential.iterations, credential.salt
+                )
+                return hmac.compare_digest(stored_key, credential.stored_key) & hmac.compare_digest(
+                    server_key, credential.server_key
+                )
+        if "PLAIN" in mechanisms:
+            return self.check_plain(user, password)
+        self.check_plain("", password)  # the same cost for a user with no usable credential
+        return False
+
     def check_plain(self, user: str, password: str) -> bool:
         """Whether `password` is `user`'s PLAIN password; costs one PBKDF2 even for an unknown user (no timing hint)."""
         entry = self._users.get(user, {}).get("PLAIN")

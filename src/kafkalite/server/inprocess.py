@@ -6,7 +6,8 @@
   thread and yields a `ThreadedServer` (`.bootstrap` is the `host:port` to give a client). Synchronous clients
   (confluent-kafka, kafka-python, kcat in a subprocess) need the broker to keep running while the test blocks.
   Leaving the block closes server and broker on their own loop, then joins the thread. No console or `/metrics`
-  listener starts unless asked (`http_port=0` for a free port; `.http_url` is then its address).
+  listener starts unless asked (`http_port=0` for a free port; `.http_url` is then its address); with `properties`
+  that authenticate, that console asks for a login as `kafkalite serve`'s does.
 
 Both take `properties`, Kafka-named listener and security settings as a `server.properties` holds them, to test
 secured clients::
@@ -145,7 +146,14 @@ def run_in_thread(
                     return
                 from kafkalite.http import HttpServer
 
-                async with HttpServer(broker, host, http_port, listeners=[f"kafka://{server.bootstrap}"]) as http:
+                async with HttpServer(
+                    broker,
+                    host,
+                    http_port,
+                    listeners=[f"kafka://{server.bootstrap}"],
+                    security=server.security,
+                    kafka_protocols=[listener.protocol for listener, _ in server.listeners],
+                ) as http:
                     handle.append(ThreadedServer(server, broker, loop, http))
                     started.set()
                     await stop.wait()

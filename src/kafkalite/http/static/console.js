@@ -67,7 +67,7 @@ class RateChart {
     this.last = totals;
     for (const key of ["topics", "partitions", "messages", "connections"]) {
       const node = document.getElementById("stat-" + key);
-      if (node) node.textContent = totals[key].toLocaleString("en-US");
+      if (node && totals[key] !== null) node.textContent = totals[key].toLocaleString("en-US");
     }
   }
 
