@@ -130,9 +130,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--baseline",
         type=Path,
+        action="append",
         metavar="SOURCE_DIR",
         help="also run KafkaLite from SOURCE_DIR/src (e.g. `git archive main | tar -x -C DIR`) as a peer: a change "
-        "measured against the code before it, in the same run",
+        "measured against the code before it, in the same run; repeatable (one peer per tree, named after it)",
     )
     parser.add_argument("--baseline-fsync", default="always", help="the baseline's --fsync (default: always)")
     parser.add_argument("--docs", action=argparse.BooleanOptionalAction, help="write docs/ (default: full runs only)")
@@ -153,8 +154,8 @@ def main(argv: list[str] | None = None) -> None:
     if unknown:
         parser.error(f"unknown peers: {', '.join(sorted(unknown))}")
     peers = [p for p in PEERS if p.name in wanted]
-    if args.baseline:
-        peers.insert(1, baseline_peer(args.baseline, args.baseline_fsync))
+    for number, source in enumerate(args.baseline or ()):
+        peers.insert(1 + number, baseline_peer(source, args.baseline_fsync))
     workloads = [
         w for w in plan(sizes) if not args.only or w.family == "start" or any(text in w.label for text in args.only)
     ]

@@ -286,11 +286,11 @@ def baseline_peer(source: Path, fsync: str = "always") -> Peer:
             *["--data-dir", str(data_dir), "--no-http", "--fsync", fsync, "--log-level", "WARNING"],
         ]
 
-    name = "kafkalite-baseline" if fsync == "always" else f"kafkalite-baseline-{fsync}"
+    name = f"kafkalite-{source.name}" + ("" if fsync == "always" else f"-{fsync}")
     env = {"PYTHONPATH": str(source / "src")}
     return Peer(
         name,
-        f"KafkaLite baseline{'' if fsync == 'always' else f' fsync={fsync}'}",
+        f"KafkaLite {source.name}{'' if fsync == 'always' else f' fsync={fsync}'}",
         "kafka",
         f"`kafkalite serve --fsync {fsync}` from the source tree `{source.name}` (the code before the change measured)",
         lambda: _process(name, "kafka", argv, r"KafkaLite ready on", env),
