@@ -195,7 +195,6 @@ class _OrderedResponses:
                     response.close()  # a pending coroutine, or a spliced frame's file ranges
             self._queue.clear()
             self._queued_bytes = 0
-            self._sender.close()
 
 
 @dataclass(slots=True)

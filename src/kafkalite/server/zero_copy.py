@@ -10,8 +10,8 @@ How an answer is made (Kafka's way of serving consumers, with kio as the encoder
      length prefix (INT32 below v12, an unsigned varint of length + 1 from v12 on) is rewritten for the real length,
      and the frame becomes a `SplicedFrame`: bytes and `FileRecords` in order, and a size prefix for the whole.
   3. The connection's writer sends it in request order (`FrameSender`): the bytes parts go through the transport;
-     for a `FileRecords` it waits until the transport has written everything before it, then calls `os.sendfile`
-     from the segment file to the socket until the range is out, waiting for the socket to be writable between calls.
+     a `FileRecords` goes from the segment file to the socket with `os.sendfile` while the transport holds nothing
+     unsent and the socket takes it; what the socket does not take at once is copied through the transport.
 
 Transports that cannot `sendfile` (TLS: the kernel would send the plaintext) get the same frame with each range read
 into memory at send time (`FileRecords.unsent_bytes`): the copying path, unchanged in what it sends. So do ranges
@@ -120,16 +120,21 @@ def _uvarint(value: int) -> bytes:
 
 
 class FrameSender:
-    """Writes `SplicedFrame`s to one connection's transport, with `os.sendfile` when `sendfile` is allowed."""
+    """Writes `SplicedFrame`s to one connection's transport, with `os.sendfile` when `sendfile` is allowed.
 
-    __slots__ = ("_loop", "_socket_fd", "_wait_fd", "_writer")
+    Sending never waits in the middle of a frame: a range goes by `sendfile` only while the transport holds nothing
+    unsent (so bytes stay in order) and only as far as the socket takes it at once; whatever the socket does not take
+    right away, and every range after it in the frame, is read and written through the transport as a copy. So a
+    client that keeps up is served from the page cache, a slow one as before, and no descriptor of the socket is ever
+    watched beside the transport's own.
+    """
+
+    __slots__ = ("_socket_fd", "_writer")
 
     def __init__(self, writer: asyncio.StreamWriter, *, sendfile: bool) -> None:
         self._writer = writer
-        self._loop = asyncio.get_running_loop()
         sock = writer.get_extra_info("socket") if sendfile else None
         self._socket_fd: int | None = None if sock is None else sock.fileno()
-        self._wait_fd: int | None = None  # a dup of the socket to wait on: the loop refuses the transport's own fd
 
     async def send(self, frame: SplicedFrame) -> None:
         try:
@@ -137,67 +142,27 @@ class FrameSender:
                 if type(part) is bytes:
                     self._writer.write(part)
                 elif isinstance(part, FileRecords):
-                    await self._send_records(part)
+                    self._send_records(part)
             await self._writer.drain()
         finally:
             frame.close()
 
-    def close(self) -> None:
-        if self._wait_fd is not None:
-            fd, self._wait_fd = self._wait_fd, None
-            os.close(fd)
-
-    async def _send_records(self, records: FileRecords) -> None:
-        if self._socket_fd is None or records.preserved is not None:
+    def _send_records(self, records: FileRecords) -> None:
+        transport = self._writer.transport
+        if self._socket_fd is not None and records.preserved is None and not transport.get_write_buffer_size():
+            while records.sent < records.size:
+                try:
+                    sent = os.sendfile(
+                        self._socket_fd, records.fd, records.position + records.sent, records.size - records.sent
+                    )
+                except BlockingIOError:
+                    break  # the socket is full: the rest goes through the transport
+                if sent == 0:
+                    raise OSError(
+                        f"stored batches ended {records.size - records.sent} bytes early: not sending the rest"
+                    )
+                records.advance(sent)
+        if records.sent < records.size:
             data = records.unsent_bytes()
             self._writer.write(data)
             records.advance(len(data))
-            return
-        await self._flushed()
-        while records.sent < records.size:
-            if records.preserved is not None:  # cut while we waited for the socket: the rest is in memory now
-                data = records.preserved
-                self._writer.write(data)
-                records.advance(len(data))
-                return
-            try:
-                sent = os.sendfile(
-                    self._socket_fd, records.fd, records.position + records.sent, records.size - records.sent
-                )
-            except BlockingIOError:
-                await self._writable()
-                continue
-            if sent == 0:
-                raise OSError(f"stored batches ended {records.size - records.sent} bytes early: not sending the rest")
-            records.advance(sent)
-
-    async def _flushed(self) -> None:
-        """Until the transport has handed everything written before to the kernel (so bytes stay in order)."""
-        transport = self._writer.transport
-        if not transport.get_write_buffer_size():
-            return
-        high, low = transport.get_write_buffer_limits()
-        transport.set_write_buffer_limits(high=0, low=0)  # drain() now waits for an empty buffer
-        try:
-            await self._writer.drain()
-        finally:
-            transport.set_write_buffer_limits(high=high, low=low)
-
-    async def _writable(self) -> None:
-        if self._wait_fd is None:
-            assert self._socket_fd is not None
-            self._wait_fd = os.dup(self._socket_fd)
-        fd = self._wait_fd
-        ready: asyncio.Future[None] = self._loop.create_future()
-        self._loop.add_writer(fd, _set_ready, ready)
-        try:
-            await ready
-        finally:
-            self._loop.remove_writer(fd)
-        if self._writer.transport.is_closing():
-            raise ConnectionResetError("the connection closed during a zero-copy send")
-
-
-def _set_ready(ready: asyncio.Future[None]) -> None:
-    if not ready.done():
-        ready.set_result(None)
