@@ -93,8 +93,8 @@ from kafkalite.storage.file_cleaning import (
     swap_in,
 )
 from kafkalite.storage.file_ops import FileOps, replace_atomically
-from kafkalite.storage.file_records import TRUNCATED_SUFFIX, FileRecords
 from kafkalite.storage.group_commit import run_fsync_job
+from kafkalite.storage.file_records import TRUNCATED_SUFFIX, FileRecords
 from kafkalite.storage.policy import DEFAULT_CONFIG, wall_clock_ms
 from kafkalite.storage.segment import LOG_SUFFIX, Segment, storage_error
 from kafkalite.storage.segmented_log import SegmentedLog
