@@ -14,27 +14,10 @@ engine puts in a partition directory, which is what a simulated power cut needs.
 
 from __future__ import annotations
 
-import ctypes
 import os
-from collections.abc import Callable
 from pathlib import Path
 
 _fdatasync = getattr(os, "fdatasync", os.fsync)  # appends change the size, which fdatasync also flushes
-_FALLOC_FL_KEEP_SIZE = 1
-
-
-def _load_fallocate() -> Callable[[int, int, int, int], int] | None:
-    """Linux's fallocate(2), which `os.posix_fallocate` offers without its flags; None elsewhere."""
-    try:
-        call = ctypes.CDLL(None, use_errno=True).fallocate
-    except (AttributeError, OSError):
-        return None
-    call.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong]
-    call.restype = ctypes.c_int
-    return call
-
-
-_fallocate = _load_fallocate()
 
 
 class FileOps:
@@ -56,13 +39,6 @@ class FileOps:
     def copy_range(self, source_fd: int, target_fd: int, position: int, count: int) -> int:
         """Copy up to `count` bytes at `position` from one file to the same place in another, in the kernel."""
         return os.copy_file_range(source_fd, target_fd, count, position, position)
-
-    def reserve(self, fd: int, position: int, length: int) -> None:
-        """Allocate disk blocks for [position, position + length) without changing the file's size
-        (`fallocate(FALLOC_FL_KEEP_SIZE)`), so appends there need no block allocation in their `fdatasync`. Best
-        effort: nothing where the call or the filesystem lacks it, and a refusal (a full disk) is left to the write."""
-        if _fallocate is not None:
-            _fallocate(fd, _FALLOC_FL_KEEP_SIZE, position, length)
 
     def truncate(self, fd: int, size: int) -> None:
         os.ftruncate(fd, size)
@@ -94,36 +70,6 @@ class FileOps:
 
     def remove(self, path: Path) -> None:
         path.unlink(missing_ok=True)
-
-
-RESERVE_MIN = 64 * 1024
-RESERVE_MAX = 4 * 1024 * 1024
-
-
-def reserve_ahead(ops: FileOps, fd: int, end: int, reserved_to: int) -> int:
-    """Where blocks are reserved to once a segment ends at `end`: `reserved_to` while that covers it, else a new
-    reservation past `end` of as much again as the file holds, from `RESERVE_MIN` to `RESERVE_MAX`, so a quiet
-    partition reserves little, a busy one calls this once per 4 MiB, and no more than that lies reserved beyond any
-    file's end (`trim_reserved` gives it back at roll and close). Appends into reserved blocks need no block
-    allocation in their `fdatasync` (see `bench/fsync_probe.py`)."""
-    if end <= reserved_to:
-        return reserved_to
-    length = min(max(end, RESERVE_MIN), RESERVE_MAX)
-    try:
-        ops.reserve(fd, end, length)
-    except OSError:
-        return end  # a failed reservation costs only speed; the next append tries again
-    return end + length
-
-
-def trim_reserved(ops: FileOps, fd: int, size: int) -> int:
-    """Give back the blocks reserved past `size` (truncating to the same size frees them); returns `size`. A failure
-    leaves them reserved until the file goes: it costs space, never data."""
-    try:
-        ops.truncate(fd, size)
-    except OSError:
-        pass
-    return size
 
 
 TEMP_SUFFIX = ".tmp"

@@ -35,7 +35,7 @@ from typing import Literal, NamedTuple, overload
 
 from kafkalite.errors import StorageError
 from kafkalite.protocol.records import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, iter_records, valid_prefix
-from kafkalite.storage.file_ops import FileOps, reserve_ahead, trim_reserved
+from kafkalite.storage.file_ops import FileOps
 from kafkalite.storage.file_records import ZERO_COPY_MIN_BYTES, FileRecords, HandedOut, copy_prefix_aside
 from kafkalite.storage.offset_index import OffsetIndex
 from kafkalite.storage.time_index import NO_TIMESTAMP, TimeIndex
@@ -109,7 +109,6 @@ class Segment:
         self._time_index_bytes_written = time_index.size_bytes
         # Ranges handed out for sending and not sent yet: a cut preserves the ones it would change (`file_records`).
         self._handed_out = HandedOut()
-        self._reserved_to = size  # blocks reserved up to here, past the size (`file_ops.reserve_ahead`)
 
     # --- lifecycle --------------------------------------------------------------------------------------------
 
@@ -200,8 +199,6 @@ class Segment:
         if entry is not None:
             self.time_index.append(entry)
         self.write_pending_index_entries()
-        if self._reserved_to > self.size and self._log_fd is not None:  # give back the blocks reserved past the end
-            self._reserved_to = trim_reserved(self._ops, self._log_fd, self.size)
 
     def write_pending_index_entries(self) -> None:
         """Append the index entries made since the last write to `.index` and `.timeindex` (open, write, close)."""
@@ -293,7 +290,6 @@ class Segment:
         position = self.size
         plan = self._plan_index(position, last_offset, max_timestamp, index_interval)
         log_fd = self._log()
-        self._reserved_to = reserve_ahead(self._ops, log_fd, position + len(batch), self._reserved_to)
         try:
             self._ops.pwrite(log_fd, batch, position)
         except OSError as exc:
@@ -370,7 +366,8 @@ class Segment:
         return data if end == len(data) else data[:end]
 
     def read_file_records(self, offset: int, max_bytes: int) -> FileRecords | bytes:
-        """`read` as a range of `.log` to send without copying (`file_records`); `bytes` below `ZERO_COPY_MIN_BYTES`."""
+        """What `read` returns, as a range of `.log` to send without copying (`file_records`); `bytes` when the range
+        is smaller than `ZERO_COPY_MIN_BYTES` or there is nothing at or after `offset` (then empty)."""
         found = self.find_batch(offset)
         if found is None:
             return b""
@@ -384,7 +381,8 @@ class Segment:
             raise storage_error("read", self.log_path, exc) from exc
 
     def _end_of_whole_batches(self, position: int, first_size: int, limit: int) -> int:
-        """End of the whole batches from `position` within `limit` (a walk from the last index entry inside it)."""
+        """Where the whole batches from `position` (the first `first_size` long) end within `limit` bytes: the end, or
+        a walk of batch lengths from the last index entry inside the limit (≤ `index.interval.bytes`, as a lookup)."""
         if position + limit >= self.size:
             return self.size
         bound = position + limit
@@ -443,7 +441,7 @@ class Segment:
         self._time_index_bytes_written = self._cut_index(
             self.time_index_path, self.time_index.size_bytes, self._time_index_bytes_written
         )
-        self.size = self._reserved_to = position  # the cut freed every block past it, reserved ones too
+        self.size = position
         self.bytes_since_index_entry = 0
         self._reload_max_timestamp()
         if position == 0:
