@@ -130,6 +130,7 @@ FETCH_MAX_BYTES = 50 * 1024 * 1024  # Kafka's fetch.max.bytes default
 PARTITION_MAX_BYTES = 1024 * 1024  # Kafka's max.partition.fetch.bytes default
 _BATCH_HEAD = struct.Struct(">qi")  # base offset, batch length
 _RECORDS_COUNT_AT = 57
+OFFSET_OUT_OF_RANGE = 1
 
 
 @dataclass
@@ -185,16 +186,23 @@ def raw_fetch(host: str, port: int, topic: str, partitions: int, expected: int, 
         incoming = sock.makefile("rb", buffering=1 << 20)
         correlation_id = 0
         result.first_at = time.perf_counter()
+        ends: list[int | None] = [None] * partitions
         while result.records < expected and time.perf_counter() < deadline:
+            if all(end is not None and offset >= end for offset, end in zip(offsets, ends, strict=True)):
+                break  # every partition read to the high watermark it reported (a broker may keep fewer records)
             correlation_id += 1
             sock.sendall(_fetch_frame(topic, offsets, correlation_id))
             (size,) = struct.unpack(">i", incoming.read(4))
             frame = incoming.read(size)
             response, _ = read(frame, header_size)
             for partition in response.responses[0].partitions:
+                if partition.error_code == OFFSET_OUT_OF_RANGE and partition.log_start_offset > 0:
+                    offsets[partition.partition_index] = partition.log_start_offset  # retention went first (the mock)
+                    continue
                 if partition.error_code:
                     result.error = f"partition {partition.partition_index}: error {int(partition.error_code)}"
                     return result
+                ends[partition.partition_index] = partition.high_watermark
                 records, count, next_offset = partition.records or b"", 0, offsets[partition.partition_index]
                 position = 0
                 while position + 12 <= len(records):
