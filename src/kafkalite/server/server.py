@@ -24,6 +24,10 @@ waits behind a request that blocks, such as a Fetch long poll) or when `_COALESC
 `_COALESCE_MAX_BYTES`, have collected. Order is unchanged (they are written before anything queued after them) and
 backpressure too (`drain()` after each answer, which sees a big answer at once).
 
+A Fetch answer of the file engine may be a `zero_copy.SplicedFrame` (its record bytes are ranges of segment files):
+it goes through the same queue, in order, and the writer task sends it with `zero_copy.FrameSender` (`sendfile` on
+plaintext listeners, a copy through the transport on TLS ones).
+
 Listeners: one asyncio server per `security.settings.Listener` (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL), each with
 the address Metadata tells clients on it. TLS listeners are bound with their `TlsContextSource`'s context (the
 handshake happens before `_accept`; the certificate subject becomes the principal). Each connection gets a
