@@ -324,16 +324,8 @@ def consume_in_processes(
         spawn.Process(target=_consume_share, args=(bootstrap, topic, share, timeout_s, barrier, out))
         for share in shares
     ]
-    for child in children:
-        child.start()
     began = time.monotonic()
-    try:
-        results = [out.get(timeout=timeout_s + 120) for _ in children]
-    finally:
-        for child in children:
-            child.join(10)
-            if child.is_alive():
-                child.kill()
+    results = _gather_children(children, out, timeout_s + 120)
     count = sum(r[0] for r in results)
     firsts = [r[1] for r in results if r[0]]
     first = min(firsts) if firsts else None
@@ -401,16 +393,21 @@ def produce_in_processes(bootstrap: str, topic: str, partitions: int, payload: b
         )
         for i in range(processes)
     ]
+    shares = _gather_children(children, out, timeout_s + 120)
+    acknowledged = sum(share[0] for share in shares)
+    seconds = max(share[2] for share in shares) - min(share[1] for share in shares)
+    shortfall = count // processes * processes - acknowledged
+    return Produced(acknowledged, seconds, f"{shortfall} records not acknowledged" if shortfall else None)
+
+
+def _gather_children(children: list[Any], out: Any, timeout_s: float) -> list[Any]:
+    """Start the child processes, collect one result from each through `out`, and make sure every one has ended."""
     for child in children:
         child.start()
     try:
-        shares = [out.get(timeout=timeout_s + 120) for _ in children]
+        return [out.get(timeout=timeout_s) for _ in children]
     finally:
         for child in children:
             child.join(10)
             if child.is_alive():
                 child.kill()
-    acknowledged = sum(share[0] for share in shares)
-    seconds = max(share[2] for share in shares) - min(share[1] for share in shares)
-    shortfall = count // processes * processes - acknowledged
-    return Produced(acknowledged, seconds, f"{shortfall} records not acknowledged" if shortfall else None)
