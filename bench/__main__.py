@@ -23,7 +23,7 @@ import traceback
 from pathlib import Path
 
 from bench import report
-from bench.brokers import PEERS, Peer
+from bench.brokers import PEERS, Peer, baseline_peer
 from bench.machine import machine, versions
 from bench.results import Results
 from bench.workloads import EMBEDDED_SUBJECTS, FULL, QUICK, Sizes, Workload, embedded_round, plan, session_for
@@ -127,6 +127,15 @@ def main(argv: list[str] | None = None) -> None:
         help="run only workloads whose label contains this text; repeatable (start-up always runs)",
     )
     parser.add_argument("--no-embedded", action="store_true", help="skip the embedded-against-seed comparison")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        action="append",
+        metavar="SOURCE_DIR",
+        help="also run KafkaLite from SOURCE_DIR/src (e.g. `git archive main | tar -x -C DIR`) as a peer: a change "
+        "measured against the code before it, in the same run; repeatable (one peer per tree, named after it)",
+    )
+    parser.add_argument("--baseline-fsync", default="always", help="the baseline's --fsync (default: always)")
     parser.add_argument("--docs", action=argparse.BooleanOptionalAction, help="write docs/ (default: full runs only)")
     parser.add_argument("--report-only", type=Path, metavar="RESULTS_JSON", help="re-render from a run's JSON")
     args = parser.parse_args(argv)
@@ -145,6 +154,8 @@ def main(argv: list[str] | None = None) -> None:
     if unknown:
         parser.error(f"unknown peers: {', '.join(sorted(unknown))}")
     peers = [p for p in PEERS if p.name in wanted]
+    for number, source in enumerate(args.baseline or ()):
+        peers.insert(1 + number, baseline_peer(source, args.baseline_fsync))
     workloads = [
         w for w in plan(sizes) if not args.only or w.family == "start" or any(text in w.label for text in args.only)
     ]

@@ -135,8 +135,11 @@ def kafka_create_topic(bootstrap: str) -> Callable[[str, int], None]:
 
 
 @contextlib.contextmanager
-def _process(name: str, wire: Wire, argv: Callable[[int, Path], list[str]], ready: str) -> Iterator[Running]:
-    """Spawn `argv(port, data_dir)`, wait for a line matching `ready`, then for a first metadata request."""
+def _process(
+    name: str, wire: Wire, argv: Callable[[int, Path], list[str]], ready: str, env: dict[str, str] | None = None
+) -> Iterator[Running]:
+    """Spawn `argv(port, data_dir)` (with `env` added to the environment), wait for a line matching `ready`, then
+    for a first metadata request."""
     data_dir = Path(tempfile.mkdtemp(prefix=f"bench-{name}-"))
     port = free_port()
     bootstrap = f"{HOST}:{port}"
@@ -149,6 +152,7 @@ def _process(name: str, wire: Wire, argv: Callable[[int, Path], list[str]], read
         text=True,
         cwd=data_dir,
         start_new_session=True,
+        env=None if env is None else {**os.environ, **env},
     )
     assert process.stdout is not None
     output = _Output(process.stdout, re.compile(ready))
@@ -269,6 +273,28 @@ def _redis_argv(port: int, data_dir: Path) -> list[str]:
         *["redis-server", "--bind", HOST, "--port", str(port), "--dir", str(data_dir)],
         *["--save", "", "--appendonly", "no", "--maxclients", "5000", "--protected-mode", "no"],
     ]
+
+
+def baseline_peer(source: Path, fsync: str = "always") -> Peer:
+    """KafkaLite from another source tree (`<source>/src`, e.g. `git archive main` unpacked), run by this
+    interpreter and its installed dependencies: the same workloads on the code before a change, in the same run."""
+    source = source.resolve()
+
+    def argv(port: int, data_dir: Path) -> list[str]:
+        return [
+            *[sys.executable, "-m", "kafkalite.cli", "serve", "--host", HOST, "--port", str(port)],
+            *["--data-dir", str(data_dir), "--no-http", "--fsync", fsync, "--log-level", "WARNING"],
+        ]
+
+    name = f"kafkalite-{source.name}" + ("" if fsync == "always" else f"-{fsync}")
+    env = {"PYTHONPATH": str(source / "src")}
+    return Peer(
+        name,
+        f"KafkaLite {source.name}{'' if fsync == 'always' else f' fsync={fsync}'}",
+        "kafka",
+        f"`kafkalite serve --fsync {fsync}` from the source tree `{source.name}` (the code before the change measured)",
+        lambda: _process(name, "kafka", argv, r"KafkaLite ready on", env),
+    )
 
 
 def _subprocess_peer(

@@ -9,20 +9,29 @@ Both offer the same four operations, so a workload is written once:
   (Redis: one pipeline), and a background thread calling `on_value` for each record of partition 0 as it arrives
   (end-to-end latency).
 Kafka settings are confluent-kafka's defaults except those named here; Redis calls are pipelined in batches.
+
+Two measurements that take the client out of the way (Kafka peers only), so a row ranks brokers, not the client:
+- `consume_in_processes`: N child processes (spawned), each a confluent-kafka consumer assigned its share of the
+  partitions from the beginning, call `consume(10000)` and count whole batches until every partition reports its end
+  (`enable.partition.eof`); no record is looked at in Python. (kcat would do as well, but Debian's build, on
+  librdkafka 2.0, cannot talk to Tansu, and every broker must be read by the same client.)
+- `produce_in_processes`: N child processes (spawned, each with its own confluent-kafka producer on its own share of
+  the partitions) start together on a barrier; throughput is every acknowledged record ÷ (last finish − first start).
 """
 
 from __future__ import annotations
 
 import contextlib
+import multiprocessing
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import redis
-from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, Producer, TopicPartition
 
 from bench.brokers import QUIET, Wire
 
@@ -272,3 +281,133 @@ class _Progress:
             reading_s=0.0 if self.first_poll_at is None else self.last_at - self.first_poll_at,
             first_error=self.first_error,
         )
+
+
+def _consume_share(bootstrap: str, topic: str, partitions: list[int], timeout_s: float, barrier: Any, out: Any) -> None:
+    """In a child process: read `partitions` from the beginning to their end in whole batches; put
+    (records, monotonic time of the first batch, of the last)."""
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex}", "enable.auto.commit": False,
+         "enable.partition.eof": True, "fetch.queue.backoff.ms": 0, **QUIET}
+    )  # fmt: skip
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
+    barrier.wait(60)
+    deadline = time.monotonic() + timeout_s
+    count, first_at, last_at, at_end = 0, 0.0, 0.0, 0
+    try:
+        while at_end < len(partitions) and time.monotonic() < deadline:
+            batch = consumer.consume(CONSUME_BATCH, 0.05)
+            if not batch:
+                continue
+            errors = [m for m in batch if m.error() is not None]
+            at_end += sum(1 for m in errors if m.error().code() == KafkaError._PARTITION_EOF)
+            records = len(batch) - len(errors)
+            if records:
+                last_at = time.monotonic()
+                first_at = first_at or last_at
+                count += records
+    finally:
+        consumer.close()
+    out.put((count, first_at, last_at))
+
+
+def consume_in_processes(
+    bootstrap: str, topic: str, partitions: int, processes: int, expected: int, timeout_s: float
+) -> Consumed:
+    """Read every partition of `topic` to its end with `processes` confluent-kafka consumers at once, each assigned
+    its share of the partitions, counting whole `consume()` batches (the messages are never looked at in Python).
+    Throughput counts from the first batch any of them got to the last record any of them got."""
+    spawn = multiprocessing.get_context("spawn")
+    barrier, out = spawn.Barrier(processes), spawn.Queue()
+    shares = [list(range(i, partitions, processes)) for i in range(processes)]
+    children = [
+        spawn.Process(target=_consume_share, args=(bootstrap, topic, share, timeout_s, barrier, out))
+        for share in shares
+    ]
+    began = time.monotonic()
+    results = _gather_children(children, out, timeout_s + 120)
+    count = sum(r[0] for r in results)
+    firsts = [r[1] for r in results if r[0]]
+    first = min(firsts) if firsts else None
+    last = max(r[2] for r in results)
+    return Consumed(
+        count,
+        None if first is None else first - began,
+        0.0 if first is None else last - first,
+        None if count >= expected else f"{count} of {expected} records read",
+    )
+
+
+def _produce_share(bootstrap: str, topic: str, partitions: list[int], payload: bytes, count: int, acks: str,
+                   timeout_s: float, barrier: Any, out: Any) -> None:  # fmt: skip
+    """In a child process: wait for the others, then produce `count` records round-robin over `partitions`."""
+    producer = Producer({"bootstrap.servers": bootstrap, **QUIET, "acks": acks, "linger.ms": 5})
+    producer.list_topics(topic, timeout=30)  # connected and the partitions known before the clock starts
+    barrier.wait(60)
+    began = time.monotonic()
+    deadline = began + timeout_s
+    failed = [0]
+
+    def on_delivery(error: KafkaError | None, _message: Message) -> None:
+        if error is not None:
+            failed[0] += 1
+
+    send = producer.produce
+    sent = 0
+    for sent in range(count):
+        if sent % POLL_EVERY == 0:
+            producer.poll(0)
+            if time.monotonic() > deadline:
+                break
+        while True:
+            try:
+                send(topic, payload, partition=partitions[sent % len(partitions)], on_delivery=on_delivery)
+                break
+            except BufferError:
+                producer.poll(0.005)
+    else:
+        sent = count
+    unflushed = producer.flush(max(1.0, deadline - time.monotonic()))
+    out.put((sent - unflushed - failed[0], began, time.monotonic()))
+
+
+def produce_in_processes(bootstrap: str, topic: str, partitions: int, payload: bytes, count: int, acks: str,
+                         processes: int, timeout_s: float) -> Produced:  # fmt: skip
+    """`count` records from `processes` producer processes at once; see the module docstring."""
+    spawn = multiprocessing.get_context("spawn")  # no fork: the bench process has librdkafka threads
+    barrier, out = spawn.Barrier(processes), spawn.Queue()
+    children = [
+        spawn.Process(
+            target=_produce_share,
+            args=(
+                bootstrap,
+                topic,
+                list(range(i, partitions, processes)) or [i % partitions],
+                payload,
+                count // processes,
+                acks,
+                timeout_s,
+                barrier,
+                out,
+            ),
+        )
+        for i in range(processes)
+    ]
+    shares = _gather_children(children, out, timeout_s + 120)
+    acknowledged = sum(share[0] for share in shares)
+    seconds = max(share[2] for share in shares) - min(share[1] for share in shares)
+    shortfall = count // processes * processes - acknowledged
+    return Produced(acknowledged, seconds, f"{shortfall} records not acknowledged" if shortfall else None)
+
+
+def _gather_children(children: list[Any], out: Any, timeout_s: float) -> list[Any]:
+    """Start the child processes, collect one result from each through `out`, and make sure every one has ended."""
+    for child in children:
+        child.start()
+    try:
+        return [out.get(timeout=timeout_s) for _ in children]
+    finally:
+        for child in children:
+            child.join(10)
+            if child.is_alive():
+                child.kill()

@@ -168,6 +168,20 @@ def targets(results: Results) -> list[Check]:
         _limit_check(
             results, "1 KiB messages: ≥ 500 MB/s produce (best 1 KiB row)", "produce 1 KiB", "throughput", 500.0, False
         ),
+        _limit_check(
+            results,
+            "consume ≥ 1 GB/s at 1 KiB messages from the page cache (raw Fetch)",
+            "consume 1 KiB · 8 partitions · raw Fetch",
+            "throughput",
+            1000.0,
+            False,
+        ),
+        _ratio_check(
+            "fsync=always ≥ 0.8× fsync=never at 8 partitions (acks=all)",
+            [r for r in acks_all if "8 partitions" in r.workload],
+            "kafkalite-nofsync",
+            0.8,
+        ),
         _limit_check(results, "start ≤ 0.3 s to the ready line", "start-up", "spawn → ready line", 0.3, True),
         _limit_check(results, "idle RSS ≤ 60 MB", "start-up", "idle RSS", 60.0, True),
         _limit_check(results, "10,000 partitions served", "10,000 partitions", "served", 100.0, False),
@@ -267,6 +281,16 @@ def _how(results: Results) -> str:
   record (the time to join the group is the separate "subscribe → first message" row).
   Produce size: {sizes["produce_small"]:,} records of 100 B, {sizes["produce_large"]:,} of 1 KiB; the consume run
   first fills an 8-partition topic with {sizes["consume"]:,} × 100 B (acks=1, not timed).
+- Rows that take the client out of the way (Kafka peers only; `bench/clients.py`, `bench/wire.py`):
+  "N clients" produce rows run {sizes.get("producer_processes", 4)} producer processes at once (spawned, each its own
+  confluent-kafka producer on its share of the partitions and of the records, started on a barrier; throughput is
+  every acknowledged record ÷ (last finish − first start)); "N clients, whole batches" consume rows run as many
+  consumer processes, each assigned its share of the partitions from the beginning, counting whole `consume(10000)`
+  batches to the partitions' end; "raw Fetch" rows read all 8 partitions over one connection with Fetch v11 (one
+  request in flight, Kafka's default 50 MiB / 1 MiB limits) decoded by kio down to the records field, counting
+  records from batch headers, never decoding them: the broker's fetch path with a client whose cost per byte is a
+  `recv` and a copy (timed from the first request to the last records). The consume rows read
+  {sizes["consume"]:,} × 100 B or {sizes.get("consume_large", 0):,} × 1 KiB, written first (acks=1, not timed).
 - Redis Streams: redis-py {meta["versions"].get("redis")}; a partition is a stream `<topic>-<n>`; produce is
   pipelined `XADD` (1,000 per round trip); consume is `XREADGROUP … NOACK COUNT 10000` over all streams of a new
   group from id 0; no acks=all, many-partition or connection rows (no equivalent).
@@ -290,6 +314,41 @@ def _how(results: Results) -> str:
 - Bounds: every workload stops at {sizes["workload_timeout_s"]:.0f} s; a run cut short says so under
   "Notes and failures". The machine was shared with other work during the run (see the load average), and the
   client shares the CPUs with the broker: compare ratios within this run rather than absolute numbers across runs."""
+
+
+def client_ceilings(results: Results) -> list[str]:
+    """For each row measured both by one client and by a client out of the way (several processes, or raw Fetch),
+    the fastest peer's figure under each: where the second is well above the first, one client was the limit, and
+    every peer near that first figure in the single-client row is client-bound."""
+    rows = {row.workload: row for row in results.rows("peers") if row.metric.unit == "msg/s"}
+    pairs = [
+        (single, other)
+        for single in rows
+        for other in rows
+        if single != other
+        and (
+            other == single.replace(" · acks=", " · 4 clients · acks=")
+            or (single.startswith("group consume 100 B") and other.startswith("consume 100 B · 8 partitions · raw"))
+        )
+    ]
+    lines = []
+    for single, other in pairs:
+        best_single = _best(rows[single], results)
+        best_other = _best(rows[other], results)
+        if best_single is None or best_other is None:
+            continue
+        (label_single, value_single), (label_other, value_other) = best_single, best_other
+        verdict = "one client is the limit there" if value_other > 1.2 * value_single else "not client-bound"
+        lines.append(
+            f"- {single}: fastest {label_single} at {number(value_single)} msg/s; {other}: fastest {label_other} at "
+            f"{number(value_other)} msg/s ({value_other / value_single:.2f}×): {verdict}"
+        )
+    return lines or ["- no row was measured both ways in this run"]
+
+
+def _best(row: Row, results: Results) -> tuple[str, float] | None:
+    found = [(s["label"], m) for s in results.subjects("peers") if (m := row.median(s["name"])) is not None]
+    return max(found, key=lambda item: item[1]) if found else None
 
 
 def _machine(results: Results) -> str:
@@ -323,9 +382,16 @@ Machine: {_machine(results)}
 
 {section_table(results, "peers")}
 
-### Targets (issue 5)
+### Targets (issues 5 and 13)
 
 {checks}
+
+### Client ceilings
+
+The same client against the fastest peer, alone and with the client out of the way (several processes, or raw
+Fetch requests whose records are never decoded): a row whose figures sit near the first is measuring the client.
+
+{chr(10).join(client_ceilings(results))}
 
 ### Notes and failures
 

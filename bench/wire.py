@@ -123,3 +123,98 @@ async def _storm(host: str, port: int, topic: str, partitions: int, connections:
 def storm(host: str, port: int, topic: str, partitions: int, connections: int, timeout: float) -> Storm:
     """Open `connections` connections at once; each sends Metadata then Produce; time until all are answered."""
     return asyncio.run(_storm(host, port, topic, partitions, connections, timeout))
+
+
+FETCH, FETCH_VERSION = 1, 11
+FETCH_MAX_BYTES = 50 * 1024 * 1024  # Kafka's fetch.max.bytes default
+PARTITION_MAX_BYTES = 1024 * 1024  # Kafka's max.partition.fetch.bytes default
+_BATCH_HEAD = struct.Struct(">qi")  # base offset, batch length
+_RECORDS_COUNT_AT = 57
+OFFSET_OUT_OF_RANGE = 1
+
+
+@dataclass
+class Fetched:
+    records: int = 0
+    record_bytes: int = 0  # stored batch bytes received
+    first_at: float | None = None  # perf_counter when the first Fetch was sent
+    last_at: float = 0.0
+    error: str | None = None
+
+
+def _fetch_frame(topic: str, offsets: list[int], correlation_id: int) -> bytes:
+    module = _request_module(FETCH, FETCH_VERSION)
+    partitions = tuple(
+        build(
+            module.FetchPartition,
+            {
+                "partition": p,
+                "current_leader_epoch": -1,
+                "fetch_offset": offset,
+                "log_start_offset": -1,
+                "partition_max_bytes": PARTITION_MAX_BYTES,
+            },
+        )
+        for p, offset in enumerate(offsets)
+    )
+    body = build(
+        module.FetchRequest,
+        {"replica_id": -1, "max_wait": 500, "min_bytes": 1, "max_bytes": FETCH_MAX_BYTES, "isolation_level": 0,
+         "session_id": 0, "session_epoch": -1,
+         "topics": (build(module.FetchTopic, {"topic": topic, "partitions": partitions}),),
+         "forgotten_topics_data": (), "rack_id": ""},
+    )  # fmt: skip
+    return encode_frame(FETCH, FETCH_VERSION, correlation_id, body)
+
+
+def raw_fetch(host: str, port: int, topic: str, partitions: int, expected: int, timeout: float) -> Fetched:
+    """Read every partition of `topic` from offset 0 until `expected` records came, as a consumer's fetcher does (one
+    Fetch v11 in flight on one connection, Kafka's default byte limits), over a blocking socket with kio decoding only
+    the answer's framing: records are counted from batch headers, never decoded. What it measures is the broker's
+    fetch path, with a client whose cost per byte is a `recv` and one copy. Timed from the first request sent to the
+    last records received."""
+    import socket
+
+    response_type = load_response_schema(FETCH, FETCH_VERSION)
+    read = entity_reader(response_type)
+    header_size = 4 + response_type.__header_schema__.__version__
+    offsets = [0] * partitions
+    result = Fetched()
+    deadline = time.perf_counter() + timeout
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        incoming = sock.makefile("rb", buffering=1 << 20)
+        correlation_id = 0
+        result.first_at = time.perf_counter()
+        ends: list[int | None] = [None] * partitions
+        while result.records < expected and time.perf_counter() < deadline:
+            if all(end is not None and offset >= end for offset, end in zip(offsets, ends, strict=True)):
+                break  # every partition read to the high watermark it reported (a broker may keep fewer records)
+            correlation_id += 1
+            sock.sendall(_fetch_frame(topic, offsets, correlation_id))
+            (size,) = struct.unpack(">i", incoming.read(4))
+            frame = incoming.read(size)
+            response, _ = read(frame, header_size)
+            for partition in response.responses[0].partitions:
+                if partition.error_code == OFFSET_OUT_OF_RANGE and partition.log_start_offset > 0:
+                    offsets[partition.partition_index] = partition.log_start_offset  # retention went first (the mock)
+                    continue
+                if partition.error_code:
+                    result.error = f"partition {partition.partition_index}: error {int(partition.error_code)}"
+                    return result
+                ends[partition.partition_index] = partition.high_watermark
+                records, count, next_offset = partition.records or b"", 0, offsets[partition.partition_index]
+                position = 0
+                while position + 12 <= len(records):
+                    base, length = _BATCH_HEAD.unpack_from(records, position)
+                    if position + 12 + length > len(records):
+                        break  # a partial batch at the end of the answer (brokers may send one)
+                    count += struct.unpack_from(">i", records, position + _RECORDS_COUNT_AT)[0]
+                    next_offset = base + struct.unpack_from(">i", records, position + 23)[0] + 1
+                    position += 12 + length
+                offsets[partition.partition_index] = next_offset
+                if count:
+                    result.last_at = time.perf_counter()
+                    result.records += count
+                    result.record_bytes += position
+    return result

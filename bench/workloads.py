@@ -20,8 +20,8 @@ import psutil
 
 from bench import embedded_bench
 from bench.brokers import Running, Wire
-from bench.clients import Client, Produced, client_for
-from bench.wire import storm
+from bench.clients import Client, Produced, client_for, consume_in_processes, produce_in_processes
+from bench.wire import raw_fetch, storm
 
 KiB = 1024
 BOTH: frozenset[Wire] = frozenset({"kafka", "redis"})
@@ -35,6 +35,8 @@ class Sizes:
     produce_small: int  # 100 B records per produce run
     produce_large: int  # 1 KiB records per produce run
     consume: int
+    consume_large: int  # 1 KiB records read by kcat (the broker-bound consume rows)
+    producer_processes: int  # client processes of the "N clients" produce and consume rows
     latency_s: float  # seconds of paced sending per rate
     rates: tuple[int, ...]
     partition_counts: tuple[int, ...]
@@ -52,6 +54,8 @@ FULL = Sizes(
     produce_small=1_000_000,
     produce_large=200_000,
     consume=1_000_000,
+    consume_large=500_000,
+    producer_processes=4,
     latency_s=10.0,
     rates=(1_000, 10_000),
     partition_counts=(1_000, 10_000),
@@ -70,6 +74,7 @@ QUICK = dataclasses.replace(
     produce_small=20_000,
     produce_large=5_000,
     consume=20_000,
+    consume_large=10_000,
     latency_s=1.0,
     records_per_partition=1,
     embedded_records=10_000,
@@ -187,6 +192,56 @@ def consume(partitions: int, session: Session) -> Outcome:
     return Outcome(values, notes)
 
 
+def produce_from_processes(size: int, partitions: int, acks: str, session: Session) -> Outcome:
+    """The produce row with `producer_processes` confluent-kafka producers at once (one may saturate first)."""
+    count = session.sizes.produce_small if size < KiB else session.sizes.produce_large
+    topic = session.new_topic("produce", partitions)
+    processes = session.sizes.producer_processes
+    produced = produce_in_processes(
+        session.running.bootstrap, topic, partitions, b"x" * size, count, acks, processes,
+        session.sizes.workload_timeout_s,
+    )  # fmt: skip
+    rate = _rate(produced)
+    return Outcome(
+        {MSG_S: rate, MB_S: rate * size / 1e6},
+        _shortfall("acknowledged", produced.acknowledged, count // processes * processes, produced.first_error),
+    )
+
+
+def consume_from_processes(size: int, partitions: int, session: Session) -> Outcome:
+    """Fill a topic (acks=1, not timed), then read it all with `producer_processes` consumers counting whole batches:
+    the broker's fetch path, not the Python side of one client."""
+    count = session.sizes.consume if size < KiB else session.sizes.consume_large
+    topic = session.new_topic("consume", partitions)
+    filled = session.client.produce(topic, partitions, b"x" * size, count, "1", session.deadline())
+    consumed = consume_in_processes(
+        session.running.bootstrap, topic, partitions, session.sizes.producer_processes, filled.acknowledged,
+        session.sizes.workload_timeout_s,
+    )  # fmt: skip
+    if consumed.reading_s <= 0:
+        raise RuntimeError(f"nothing read: {consumed.first_error}")
+    rate = consumed.count / consumed.reading_s
+    notes = _shortfall("prefilled", filled.acknowledged, count, filled.first_error)
+    notes += _shortfall("consumed", consumed.count, filled.acknowledged, consumed.first_error)
+    return Outcome({MSG_S: rate, MB_S: rate * size / 1e6}, notes)
+
+
+def consume_raw(size: int, partitions: int, session: Session) -> Outcome:
+    """Fill a topic (acks=1, not timed), then read it with `bench.wire.raw_fetch`: Fetch requests whose records are
+    counted from batch headers, never decoded (the broker's fetch path with almost no client in the way)."""
+    count = session.sizes.consume if size < KiB else session.sizes.consume_large
+    topic = session.new_topic("consume", partitions)
+    filled = session.client.produce(topic, partitions, b"x" * size, count, "1", session.deadline())
+    host, port = session.running.host_port
+    fetched = raw_fetch(host, port, topic, partitions, filled.acknowledged, session.sizes.workload_timeout_s)
+    if fetched.first_at is None or fetched.last_at <= fetched.first_at:
+        raise RuntimeError(f"too little read to time: {fetched.records} records ({fetched.error})")
+    seconds = fetched.last_at - fetched.first_at
+    notes = _shortfall("prefilled", filled.acknowledged, count, filled.first_error)
+    notes += _shortfall("consumed", fetched.records, filled.acknowledged, fetched.error)
+    return Outcome({MSG_S: fetched.records / seconds, MB_S: fetched.record_bytes / seconds / 1e6}, notes)
+
+
 WARM_UP = bytes(100)  # a zero send time marks a warm-up record
 DRAIN_S = 5.0
 
@@ -287,7 +342,17 @@ def plan(sizes: Sizes) -> list[Workload]:
         label = f"produce {'1 KiB' if size == KiB else f'{size} B'} · {partitions} partition{'s' * (partitions > 1)}"
         wires = BOTH if acks == "1" else KAFKA  # Redis has no acknowledgement after replication or fsync
         workloads.append(Workload("produce", f"{label} · acks={acks}", wires, partial(produce, size, partitions, acks)))
+    processes = sizes.producer_processes
+    for size, acks in itertools.product((100, KiB), ("1", "all")):
+        label = f"produce {'1 KiB' if size == KiB else f'{size} B'} · 8 partitions · {processes} clients · acks={acks}"
+        workloads.append(Workload("produce", label, KAFKA, partial(produce_from_processes, size, 8, acks)))
     workloads.append(Workload("consume", "group consume 100 B · 8 partitions, earliest", BOTH, partial(consume, 8)))
+    for size in (100, KiB):
+        label = f"consume {'1 KiB' if size == KiB else f'{size} B'} · 8 partitions · {processes} clients, whole batches"
+        workloads.append(Workload("consume", label, KAFKA, partial(consume_from_processes, size, 8)))
+    for size in (100, KiB):
+        label = f"consume {'1 KiB' if size == KiB else f'{size} B'} · 8 partitions · raw Fetch, records not decoded"
+        workloads.append(Workload("consume", label, KAFKA, partial(consume_raw, size, 8)))
     for rate in sizes.rates:
         workloads.append(Workload("latency", f"end-to-end at {rate:,} msg/s", BOTH, partial(end_to_end, rate)))
     label = f"{sizes.connections:,} connections (metadata + produce each)"

@@ -32,7 +32,7 @@ class StalledWriter:
 
 async def test_a_big_ready_answer_reaches_the_transport_before_drain() -> None:
     writer = StalledWriter()
-    responses = _OrderedResponses(cast(Any, writer))
+    responses = _OrderedResponses(cast(Any, writer), sendfile=False)
     putting = asyncio.create_task(responses.put(b"x" * MiB))
     await asyncio.sleep(0.05)
     assert writer.written == MiB  # written at once: the drain() that follows sees it and holds the loop
@@ -42,7 +42,7 @@ async def test_a_big_ready_answer_reaches_the_transport_before_drain() -> None:
 
 async def test_queued_answers_behind_a_pending_one_are_bounded_in_bytes() -> None:
     writer = StalledWriter()
-    responses = _OrderedResponses(cast(Any, writer))
+    responses = _OrderedResponses(cast(Any, writer), sendfile=False)
     never = asyncio.Event()
 
     async def pending() -> bytes:

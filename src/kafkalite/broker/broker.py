@@ -47,7 +47,7 @@ from kafkalite.errors import (
 from kafkalite.groups import ConsumerGroupConfig, GroupConfig, TopicImage
 from kafkalite.protocol.records import BatchHeader, Record, RecordToWrite, build_batch, read_header
 from kafkalite.stats import BrokerStats
-from kafkalite.storage import MemoryLog, PartitionLog
+from kafkalite.storage import FileRecords, MemoryLog, PartitionLog
 
 logger = logging.getLogger("kafkalite.broker")
 
@@ -476,10 +476,17 @@ class Broker:
 
     def fetch(
         self, topic: str, partition: int, offset: int, max_bytes: int, *, read_committed: bool = False
-    ) -> FetchData:
+    ) -> FetchData[bytes]:
         """Whole batches from `offset` (at least one when any exist), as stored; read_committed stops at the last
         stable offset and lists the aborted transactions among the batches returned."""
         return self.partition(topic, partition).read(offset, max_bytes, read_committed=read_committed)
+
+    def fetch_for_send(
+        self, topic: str, partition: int, offset: int, max_bytes: int, *, read_committed: bool = False
+    ) -> FetchData[bytes | FileRecords]:
+        """`fetch` for a Fetch answer: large reads of the file engine come as `FileRecords`, which the server sends
+        from the segment file without copying (`storage.file_records`); the caller closes them if it drops them."""
+        return self.partition(topic, partition).read_for_send(offset, max_bytes, read_committed=read_committed)
 
     async def wait_for_appends(self, partitions: Sequence[Partition], timeout_s: float) -> bool:
         """Wait for the first append to any of `partitions` (the Fetch long poll): True when one came, False when

@@ -26,6 +26,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 from kafkalite.broker.log_reader import scan_batches
 from kafkalite.broker.partition_transactions import OpenTransactions
@@ -50,7 +51,7 @@ from kafkalite.protocol.records import (
     read_batches,
     read_header,
 )
-from kafkalite.storage import AbortedTxn, Log
+from kafkalite.storage import AbortedTxn, FileRecords, Log
 
 logger = logging.getLogger("kafkalite.partition")
 
@@ -67,9 +68,14 @@ class ProduceResult:
     log_start_offset: int
 
 
+RecordsT = TypeVar("RecordsT", bytes, bytes | FileRecords)
+
+
 @dataclass(frozen=True, slots=True)
-class FetchData:
-    records: bytes
+class FetchData(Generic[RecordsT]):
+    """One partition's read: `bytes`, or for a Fetch answer (`Partition.read_for_send`) possibly `FileRecords`."""
+
+    records: RecordsT
     high_watermark: int
     log_start_offset: int
     last_stable_offset: int
@@ -257,7 +263,7 @@ class Partition:
             lso = self.transactions.last_stable_offset(marker_offset + 1)
             self.log.append_aborted_transaction(AbortedTxn(producer_id, first, marker_offset, lso))
 
-    def read(self, offset: int, max_bytes: int, *, read_committed: bool = False) -> FetchData:
+    def read(self, offset: int, max_bytes: int, *, read_committed: bool = False) -> FetchData[bytes]:
         records = self.log.read(offset, max_bytes)
         self.bytes_out += len(records)
         end = self.log.log_end_offset
@@ -267,9 +273,27 @@ class Partition:
         aborted = self.log.aborted_transactions(offset, end)
         if stable == end and not aborted:  # the common case: nothing open, nothing aborted ahead: no walk
             return FetchData(records, end, self.log.log_start_offset, stable, aborted)
-        cut, upper = _batches_below(records, stable)
-        aborted = [entry for entry in aborted if entry.first_offset < upper]
-        return FetchData(records[:cut], end, self.log.log_start_offset, stable, aborted)
+        records, aborted = _committed_part(records, stable, aborted)
+        return FetchData(records, end, self.log.log_start_offset, stable, aborted)
+
+    def read_for_send(
+        self, offset: int, max_bytes: int, *, read_committed: bool = False
+    ) -> FetchData[bytes | FileRecords]:
+        """`read` for a Fetch answer: a large read of the file engine is `FileRecords`, sent without copying. A
+        read_committed read that must stop at the last stable offset walks the batches, so it reads `bytes`."""
+        end = self.log.log_end_offset
+        stable, aborted = end, None
+        if read_committed:
+            stable = self.transactions.last_stable_offset(end)
+            aborted = self.log.aborted_transactions(offset, end)
+            if stable != end or aborted:
+                records = self.log.read(offset, max_bytes)
+                self.bytes_out += len(records)
+                committed, aborted = _committed_part(records, stable, aborted)
+                return FetchData(committed, end, self.log.log_start_offset, stable, aborted)
+        sendable = self.log.read_file_records(offset, max_bytes)
+        self.bytes_out += len(sendable)
+        return FetchData(sendable, end, self.log.log_start_offset, stable, aborted)
 
     def describe_producers(self) -> list[ProducerDescription]:
         """Every producer with idempotence state here or an open transaction, by producer id."""
@@ -368,6 +392,12 @@ class Partition:
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
+
+
+def _committed_part(records: bytes, stable: int, aborted: list[AbortedTxn]) -> tuple[bytes, list[AbortedTxn]]:
+    """The whole batches of `records` below `stable`, and the aborted transactions among them."""
+    cut, upper = _batches_below(records, stable)
+    return records[:cut], [entry for entry in aborted if entry.first_offset < upper]
 
 
 def _batches_below(records: bytes, stable: int) -> tuple[int, int]:

@@ -48,7 +48,7 @@ class Transport(Protocol):
 
     def fetch(
         self, topic: str, partition: int, offset: int, max_bytes: int, *, read_committed: bool = False
-    ) -> FetchData: ...
+    ) -> FetchData[bytes]: ...
 
     async def produce_transactional(self, topic: str, partition: int, batch: bytes, transactional_id: str) -> int:
         """Append a transactional RecordBatch (acks=all); return its base offset."""
@@ -150,7 +150,7 @@ class EmbeddedTransport:
 
     def fetch(
         self, topic: str, partition: int, offset: int, max_bytes: int, *, read_committed: bool = False
-    ) -> FetchData:
+    ) -> FetchData[bytes]:
         return self.broker.fetch(topic, partition, offset, max_bytes, read_committed=read_committed)
 
     async def produce_transactional(self, topic: str, partition: int, batch: bytes, transactional_id: str) -> int:

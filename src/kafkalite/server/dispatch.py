@@ -11,6 +11,9 @@ A handler gets a `RequestContext` and the decoded kio request, and returns a kio
 (or None when no response is due: Produce with acks=0). Kafka errors are fields of the response; an exception
 escaping a handler means "close this connection" and is logged by the connection loop.
 
+A Fetch answer whose records are ranges of segment files (placeholders in the kio answer, see `server.zero_copy`) is
+encoded as any other and then spliced into a `SplicedFrame`, which the connection sends with `sendfile`.
+
 A handler whose answer must wait for the disk (Produce with acks=-1) returns `AfterDurable(awaitable)` once its state
 change is made: `dispatch` then returns a coroutine that awaits it and encodes the response, and the connection loop
 writes that answer in its place in the request order while it goes on with the next request (see `server.server`).
@@ -46,6 +49,7 @@ from kafkalite.protocol.wire import (
 from kafkalite.security.quotas import FETCH_RATE, PRODUCE_RATE, REQUEST_PERCENTAGE
 from kafkalite.server.authorization import completed, narrowed, refusal
 from kafkalite.server.mutation_quota import STRICT_SINCE, throttled, with_mutation_quota
+from kafkalite.server.zero_copy import SplicedFrame, placeholders, splice
 from kafkalite.stats import ApiStats
 
 if TYPE_CHECKING:
@@ -59,6 +63,10 @@ Handler = Callable[["RequestContext", Any], Awaitable[Any]]
 
 PendingResponse = Coroutine[Any, Any, bytes]
 """A response frame not due yet: the connection awaits it, in request order, before writing it."""
+
+Answer = bytes | SplicedFrame | PendingResponse | None
+"""What `dispatch` hands the connection: a frame, a frame part of which is sent from segment files (a Fetch answer,
+see `server.zero_copy`), a frame not due yet, or nothing."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +154,7 @@ async def dispatch(
     *,
     session: Session | None = None,
     security: Security | None = None,
-) -> bytes | PendingResponse | None:
+) -> Answer:
     """Decode one request frame, run its handler and return the response frame (None: no response is due), or, when
     the handler answered `AfterDurable`, a coroutine that returns the frame once the answer may leave.
 
@@ -194,14 +202,14 @@ async def dispatch(
         session.mute(throttle_ms, now)
         if api_key in _QUOTA_KEYS and security.quotas.enforced:
             answer = _with_quota(ctx, frame, response, session, security, stats, began, throttle_ms)
-            if type(answer) is bytes or answer is None:
+            if answer is None or isinstance(answer, bytes | SplicedFrame):
                 stats.latency.observe(perf_counter() - began)
             return answer
         if throttle_ms and response is not None:
             response = _later_throttled(schema, response, throttle_ms)
     elif api_key in _QUOTA_KEYS and security.quotas.enforced:
         answer = _with_quota(ctx, frame, response, session, security, stats, began)
-        if type(answer) is bytes or answer is None:
+        if answer is None or isinstance(answer, bytes | SplicedFrame):
             stats.latency.observe(perf_counter() - began)
         return answer
     if response is None:
@@ -210,9 +218,20 @@ async def dispatch(
     if type(response) is AfterDurable:
         return _encode_when_ready(schema, correlation_id, response.response, stats, began)
     count_errors(response, stats.errors)
-    encoded = schema.encode_response(correlation_id, response)
+    encoded = encode(schema, correlation_id, response)
     stats.latency.observe(perf_counter() - began)
     return encoded
+
+
+def encode(schema: ApiSchema, correlation_id: int, response: Any) -> bytes | SplicedFrame:
+    """The response frame; a Fetch answer holding records placeholders becomes a `SplicedFrame` (`zero_copy`)."""
+    encoded = schema.encode_response(correlation_id, response)
+    if schema.api_key != ApiKey.FETCH or type(response) is bytes:
+        return encoded
+    found = placeholders(response)
+    if not found:
+        return encoded
+    return splice(encoded, found, flexible=schema.response_header_version >= 1)
 
 
 async def _encode_when_ready(
@@ -294,7 +313,7 @@ def _with_quota(
     stats: ApiStats,
     began: float,
     request_throttle_ms: int = 0,
-) -> bytes | PendingResponse | None:
+) -> Answer:
     """Count the request (Produce: its frame) or answer (Fetch) against the client's byte-rate quota; over it, the
     answer carries throttle_time_ms and the connection reads nothing more for that long (KIP-219). The answer's
     throttle time is at least `request_throttle_ms` (the request-time quota's)."""
@@ -317,13 +336,13 @@ def _with_quota(
         count_errors(response, stats.errors)
         return schema.encode_response(correlation_id, _throttled(schema, response, throttle_ms))
     count_errors(response, stats.errors)
-    encoded = schema.encode_response(correlation_id, response)
+    encoded = encode(schema, correlation_id, response)
     throttle_ms = security.quotas.record(user, client_id, FETCH_RATE, len(encoded), now)
     session.mute(throttle_ms, now)
     throttle_ms = max(throttle_ms, request_throttle_ms)
     if not throttle_ms:
         return encoded
-    return schema.encode_response(correlation_id, _throttled(schema, response, throttle_ms))
+    return encode(schema, correlation_id, _throttled(schema, response, throttle_ms))
 
 
 def _throttled(schema: ApiSchema, response: Any, throttle_ms: int) -> Any:

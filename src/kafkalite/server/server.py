@@ -24,6 +24,10 @@ waits behind a request that blocks, such as a Fetch long poll) or when `_COALESC
 `_COALESCE_MAX_BYTES`, have collected. Order is unchanged (they are written before anything queued after them) and
 backpressure too (`drain()` after each answer, which sees a big answer at once).
 
+A Fetch answer of the file engine may be a `zero_copy.SplicedFrame` (its record bytes are ranges of segment files):
+it goes through the same queue, in order, and the writer task sends it with `zero_copy.FrameSender` (`sendfile` on
+plaintext listeners, a copy through the transport on TLS ones).
+
 Listeners: one asyncio server per `security.settings.Listener` (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL), each with
 the address Metadata tells clients on it. TLS listeners accept and shake hands through `tls_accept.TlsListener`
 (`loop.connect_accepted_socket` with their `TlsContextSource`'s context) before `_accept`, so that a failed
@@ -63,8 +67,9 @@ from kafkalite.security.session import Session
 from kafkalite.security.settings import Listener, SecurityProtocol, SecuritySettings
 from kafkalite.security.tls import TlsContextSource
 from kafkalite.server import handlers  # noqa: F401  (importing the package registers every handler)
-from kafkalite.server.dispatch import PendingResponse, ServerInfo, dispatch, failed_authentication
+from kafkalite.server.dispatch import Answer, ServerInfo, dispatch, failed_authentication
 from kafkalite.server.tls_accept import HANDSHAKE_WARNINGS_PER_MINUTE, TlsListener
+from kafkalite.server.zero_copy import FrameSender, SplicedFrame
 
 if TYPE_CHECKING:
     from kafkalite.broker import Broker
@@ -107,17 +112,19 @@ class _OrderedResponses:
         "_ready",
         "_ready_bytes",
         "_room",
+        "_sender",
         "_task",
         "_writer",
     )
 
-    def __init__(self, writer: asyncio.StreamWriter) -> None:
+    def __init__(self, writer: asyncio.StreamWriter, *, sendfile: bool) -> None:
         self._writer = writer
+        self._sender = FrameSender(writer, sendfile=sendfile)  # zero-copy Fetch answers (`sendfile` off for TLS)
         self._loop = asyncio.get_running_loop()
         self._ready: list[bytes] = []  # answers not written yet, older than anything in `_queue`
         self._ready_bytes = 0
         self._flush_due = False
-        self._queue: deque[bytes | PendingResponse | None] = deque()
+        self._queue: deque[Answer] = deque()
         self._queued_bytes = 0  # of the `bytes` answers in `_queue`
         self._task: asyncio.Task[None] | None = None
         self._room: asyncio.Future[None] | None = None
@@ -135,7 +142,7 @@ class _OrderedResponses:
             ready.clear()
             self._ready_bytes = 0
 
-    async def put(self, response: bytes | PendingResponse | None) -> None:
+    async def put(self, response: Answer) -> None:
         if self._task is None:
             if type(response) is bytes:
                 self._ready.append(response)
@@ -168,13 +175,15 @@ class _OrderedResponses:
         queue = self._queue
         while queue:  # an exception ends the task with it (and `put`/`close` raise it): the connection closes
             head = queue[0]
-            response = head if head is None or isinstance(head, bytes) else await head
+            response = head if head is None or isinstance(head, bytes | SplicedFrame) else await head
             queue.popleft()
             if type(head) is bytes:
                 self._queued_bytes -= len(head)
             if self._room is not None and not self._room.done():
                 self._room.set_result(None)
-            if response is not None:
+            if isinstance(response, SplicedFrame):
+                await self._sender.send(response)
+            elif response is not None:
                 self._writer.write(response)
                 await self._writer.drain()
         self._task = None
@@ -190,7 +199,7 @@ class _OrderedResponses:
                 self._task.cancel()
             for response in self._queue:
                 if response is not None and not isinstance(response, bytes):
-                    response.close()
+                    response.close()  # a pending coroutine, or a spliced frame's file ranges
             self._queue.clear()
             self._queued_bytes = 0
 
@@ -478,7 +487,7 @@ class KafkaServer:
     ) -> None:
         sasl = bound.listener.protocol.uses_sasl
         decoder = FrameDecoder(session.max_frame_bytes(self.max_frame_bytes))
-        responses = _OrderedResponses(writer)
+        responses = _OrderedResponses(writer, sendfile=bound.tls is None)
         loop = asyncio.get_running_loop()
         try:
             while not self._closing:

@@ -21,6 +21,7 @@ from kafkalite.storage.transaction_index import AbortedTxn
 if TYPE_CHECKING:
     from kafkalite.storage.compaction_policy import CleaningStats
     from kafkalite.storage.compactor import CleaningContext, CleaningJob
+    from kafkalite.storage.file_records import FileRecords
 
 GiB = 1 << 30
 DAY_MS = 24 * 3600 * 1000
@@ -71,6 +72,10 @@ class Log(Protocol):
 
         Empty at the log end; `OffsetOutOfRangeError` below the log start or past the end.
         """
+
+    def read_file_records(self, offset: int, max_bytes: int) -> FileRecords | bytes:
+        """What `read` returns, for sending to a socket: the file engine hands out a large range as `FileRecords`
+        (sent without copying, see `file_records`); the memory engine and small ranges answer `bytes`."""
 
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record whose timestamp is >= `timestamp_ms`, or None."""

@@ -36,6 +36,10 @@ class FileOps:
     def pread(self, fd: int, size: int, position: int) -> bytes:
         return os.pread(fd, size, position)
 
+    def copy_range(self, source_fd: int, target_fd: int, position: int, count: int) -> int:
+        """Copy up to `count` bytes at `position` from one file to the same place in another, in the kernel."""
+        return os.copy_file_range(source_fd, target_fd, count, position, position)
+
     def truncate(self, fd: int, size: int) -> None:
         os.ftruncate(fd, size)
 

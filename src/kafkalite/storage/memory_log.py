@@ -113,6 +113,10 @@ class MemoryLog(SegmentedLog[_MemorySegment]):
         self._log_end = last + 1
         return base, last
 
+    def read_file_records(self, offset: int, max_bytes: int) -> bytes:
+        """The batches are in memory already: what `read` returns."""
+        return self.read(offset, max_bytes)
+
     def read(self, offset: int, max_bytes: int) -> bytes:
         self._check_open()
         self._check_readable(offset)

@@ -41,6 +41,17 @@ class OffsetIndex(FixedWidthIndex):
         found = self._count_keys_at_most(offset - self.base_offset)
         return 0 if found == 0 else self.entry(found - 1)[1]
 
+    def last_position_at_most(self, position: int) -> int:
+        """The largest indexed position <= `position`; 0 (the segment start) when there is none."""
+        low, high = 0, len(self)
+        while low < high:  # positions increase along the entries: binary search on the second field
+            middle = (low + high) // 2
+            if ENTRY.unpack_from(self.entries, middle * ENTRY_SIZE)[1] <= position:
+                low = middle + 1
+            else:
+                high = middle
+        return 0 if low == 0 else self.entry(low - 1)[1]
+
     def encode_entry(self, offset: int, position: int) -> bytes:
         """The bytes of a new last entry; `append` adds them once they are on disk."""
         return ENTRY.pack(offset - self.base_offset, position)

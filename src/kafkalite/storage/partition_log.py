@@ -76,6 +76,7 @@ from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from kafkalite.errors import ClosedError, OffsetOutOfRangeError, StorageError
 from kafkalite.protocol.records import BatchHeader, patch_base_offset
@@ -90,6 +91,7 @@ from kafkalite.storage.file_cleaning import (
     swap_in,
 )
 from kafkalite.storage.file_ops import FileOps, replace_atomically
+from kafkalite.storage.file_records import TRUNCATED_SUFFIX, FileRecords
 from kafkalite.storage.policy import DEFAULT_CONFIG, wall_clock_ms
 from kafkalite.storage.segment import LOG_SUFFIX, Segment, storage_error
 from kafkalite.storage.segmented_log import SegmentedLog
@@ -100,6 +102,7 @@ RECOVERY_POINT_CHECKPOINT = "recovery-point"
 
 CLEAN_SHUTDOWN_MARKER = "clean-shutdown"
 _SEGMENT_NAME_DIGITS = 20
+ReadT = TypeVar("ReadT", bytes, FileRecords | bytes)
 _OPEN_INACTIVE_LOGS = 2  # a consumer catching up reads one old segment after another: enough to avoid reopen churn
 
 logger = logging.getLogger("kafkalite.storage")
@@ -177,6 +180,9 @@ class PartitionLog(SegmentedLog[Segment]):
             names = [] if fresh else os.listdir(directory)
             if recover_interrupted_cleaning(directory, names, ops, fsync=fsync):
                 names = os.listdir(directory)
+            for name in names:  # a cut that a crash interrupted while it copied a segment aside: the copy is garbage
+                if name.endswith(TRUNCATED_SUFFIX):
+                    ops.remove(directory / name)
             bases = _segment_bases(names)
             clean = CLEAN_SHUTDOWN_MARKER in names
         except OSError as exc:
@@ -281,6 +287,13 @@ class PartitionLog(SegmentedLog[Segment]):
         return base, last
 
     def read(self, offset: int, max_bytes: int) -> bytes:
+        return self._read_with(Segment.read, offset, max_bytes)
+
+    def read_file_records(self, offset: int, max_bytes: int) -> FileRecords | bytes:
+        """`read`, as a range of the segment file to send without copying it (`file_records`) when it is large."""
+        return self._read_with(Segment.read_file_records, offset, max_bytes)
+
+    def _read_with(self, read: Callable[[Segment, int, int], ReadT], offset: int, max_bytes: int) -> ReadT | bytes:
         self._check_open()
         if offset < self._log_start or offset > self._log_end:
             raise OffsetOutOfRangeError(offset, self._log_start, self._log_end)
@@ -288,7 +301,7 @@ class PartitionLog(SegmentedLog[Segment]):
             return b""
         for number in range(bisect_right(self._segment_bases, offset) - 1, len(self._segments)):
             segment = self._segments[number]
-            data = segment.read(offset, max_bytes)
+            data = read(segment, offset, max_bytes)
             self._note_read(segment)
             if data:
                 return data

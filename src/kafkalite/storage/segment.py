@@ -36,6 +36,7 @@ from typing import Literal, NamedTuple, overload
 from kafkalite.errors import StorageError
 from kafkalite.protocol.records import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, iter_records, valid_prefix
 from kafkalite.storage.file_ops import FileOps
+from kafkalite.storage.file_records import ZERO_COPY_MIN_BYTES, FileRecords, HandedOut, copy_prefix_aside
 from kafkalite.storage.offset_index import OffsetIndex
 from kafkalite.storage.time_index import NO_TIMESTAMP, TimeIndex
 
@@ -106,6 +107,8 @@ class Segment:
         # How many bytes of each index are in its file; the entries after that are written by the next flush.
         self._index_bytes_written = offset_index.size_bytes
         self._time_index_bytes_written = time_index.size_bytes
+        # Ranges handed out for sending and not sent yet: a cut preserves the ones it would change (`file_records`).
+        self._handed_out = HandedOut()
 
     # --- lifecycle --------------------------------------------------------------------------------------------
 
@@ -362,6 +365,35 @@ class Segment:
             end = next_end
         return data if end == len(data) else data[:end]
 
+    def read_file_records(self, offset: int, max_bytes: int) -> FileRecords | bytes:
+        """What `read` returns, as a range of `.log` to send without copying (`file_records`); `bytes` when the range
+        is smaller than `ZERO_COPY_MIN_BYTES` or there is nothing at or after `offset` (then empty)."""
+        found = self.find_batch(offset)
+        if found is None:
+            return b""
+        position, header = found
+        end = self._end_of_whole_batches(position, header.size, max(max_bytes, header.size))
+        if end - position < ZERO_COPY_MIN_BYTES:
+            return self._pread(end - position, position)
+        try:
+            return self._handed_out.open(self._ops.dup(self._log()), position, end - position)
+        except OSError as exc:
+            raise storage_error("read", self.log_path, exc) from exc
+
+    def _end_of_whole_batches(self, position: int, first_size: int, limit: int) -> int:
+        """Where the whole batches from `position` (the first `first_size` long) end within `limit` bytes: the end, or
+        a walk of batch lengths from the last index entry inside the limit (≤ `index.interval.bytes`, as a lookup)."""
+        if position + limit >= self.size:
+            return self.size
+        bound = position + limit
+        end = max(position + first_size, self.offset_index.last_position_at_most(bound))
+        while end + LOG_OVERHEAD <= bound:
+            next_end = end + _BATCH_LENGTH.unpack(self._pread(4, end + _BATCH_LENGTH_AT))[0] + LOG_OVERHEAD
+            if next_end > bound:
+                break
+            end = next_end
+        return end
+
     def find_by_timestamp(self, timestamp_ms: int, start_offset: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record at or after `start_offset` with a timestamp >= `timestamp_ms`."""
         position = self.offset_index.lookup(max(self.time_index.lookup(timestamp_ms), start_offset))
@@ -390,6 +422,13 @@ class Segment:
         self._cut(found[0], offset, now_ms)
 
     def _cut(self, position: int, next_offset: int, now_ms: int) -> None:
+        try:
+            if self._handed_out.before_cut(position):  # bytes promised to Fetch answers must not change: move aside
+                new_fd = copy_prefix_aside(self._ops, self._log(), self.log_path, position)
+                self._ops.close(self._log())
+                self._log_fd = new_fd
+        except OSError as exc:
+            raise storage_error("truncate", self.log_path, exc) from exc
         self.offset_index.truncate_to_position(position)
         self.time_index.truncate_to_offset(next_offset)
         try:

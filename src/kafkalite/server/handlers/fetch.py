@@ -10,6 +10,11 @@ for the first append to any requested partition and read again. max_bytes bounds
 partition_max_bytes each partition, but the first batch found is always returned whole, so progress is possible
 (KIP-74). An empty partition answers zero-length records, never null.
 
+Zero copy: partitions are read with `Broker.fetch_for_send`; a large read of the file engine is a range of the
+segment file (`storage.FileRecords`), put in the answer as a `zero_copy.Placeholder` and sent by the connection with
+`sendfile` after the framing kio encodes (`server.zero_copy`). A read the answer does not use (over `max_bytes`, or
+a long poll reading again) releases its range at once.
+
 No fetch sessions are created: the answer's session_id is 0, which tells the client to send full requests.
 isolation_level 1 (READ_COMMITTED) returns only whole batches below the partition's last stable offset and lists
 the aborted transactions among them (producer id, first offset) for the client to drop; isolation_level 0 returns
@@ -27,6 +32,8 @@ from kafkalite.errors import KafkaLiteError
 from kafkalite.protocol.wire import ApiKey
 from kafkalite.server.dispatch import RequestContext, handles
 from kafkalite.server.handlers._common import UNKNOWN_TOPIC_ID, error_code, topic_name_by_id
+from kafkalite.server.zero_copy import Placeholder, close_placeholders
+from kafkalite.storage import FileRecords
 
 READ_COMMITTED = 1
 
@@ -70,12 +77,20 @@ def _read_all(ctx: RequestContext, req: Any) -> tuple[list[Any], int, bool]:
                 continue
             limit = min(p.partition_max_bytes, budget)  # a read returns its first batch whole, even past limit
             try:
-                data = ctx.broker.fetch(name, p.partition, p.fetch_offset, max(limit, 0), read_committed=read_committed)
+                data = ctx.broker.fetch_for_send(
+                    name, p.partition, p.fetch_offset, max(limit, 0), read_committed=read_committed
+                )
             except KafkaLiteError as e:
                 partitions.append(_partition_data(ctx, p.partition, error_code(e)))
                 failed = True
                 continue
-            records = data.records if total == 0 or len(data.records) <= budget else b""
+            read = data.records
+            if total == 0 or len(read) <= budget:
+                records = Placeholder.of(read) if isinstance(read, FileRecords) else read
+            else:
+                records = b""
+                if isinstance(read, FileRecords):
+                    read.close()
             budget -= len(records)
             total += len(records)
             offsets = (data.high_watermark, data.last_stable_offset, data.log_start_offset)
@@ -112,11 +127,13 @@ async def fetch(ctx: RequestContext, req: Any) -> Any:
     deadline = time.monotonic() + req.max_wait.total_seconds()
     while True:
         responses, size, failed = _read_all(ctx, req)
+        answer = ctx.build("FetchResponse", throttle_time=0, error_code=0, session_id=0, responses=responses)
         remaining = deadline - time.monotonic()
         if failed or size >= req.min_bytes or remaining <= 0:
-            break
+            return answer
+        close_placeholders(answer)  # read again or answered empty-handed below: these ranges are not sent
         # Read again only after an append: no partitions to watch, the deadline or a shutdown end the long poll
         # with the read just made (as Kafka answers a Fetch of no partitions at once), so no request can spin.
         if not await ctx.broker.wait_for_appends(_watched_partitions(ctx, req), remaining):
             break
-    return ctx.build("FetchResponse", throttle_time=0, error_code=0, session_id=0, responses=responses)
+    return ctx.build("FetchResponse", throttle_time=0, error_code=0, session_id=0, responses=_read_all(ctx, req)[0])
