@@ -185,6 +185,8 @@ class CredentialStore:
         credential for (SCRAM-SHA-512, SCRAM-SHA-256, then PLAIN): what a login form uses. SCRAM keys are
         recomputed by `scramp` from the stored salt and iteration count and compared in constant time. Costs one
         PBKDF2 whether or not the user exists (no timing hint); blocking, so run it off the event loop."""
+        import scramp  # imported where used, as in `make_scram`: it costs start-up time
+
         entries = self._users.get(user, {})
         for mechanism in ("SCRAM-SHA-512", "SCRAM-SHA-256"):
             credential = self.scram(user, mechanism) if mechanism in mechanisms and mechanism in entries else None
