@@ -28,7 +28,7 @@ def test_both_apis_are_advertised_with_the_group_version_feature() -> None:
     assert RANGES[DESCRIBE] == [0, 1]
     from kafkalite.server.handlers.api_versions import features
 
-    assert features()["group.version"] == 1
+    assert features()["group.version"] == (1, 1)  # (lowest supported, finalized)
 
 
 async def join(raw: Any, version: int, group: str, member_id: str, **fields: Any) -> Any:
