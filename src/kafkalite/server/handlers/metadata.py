@@ -27,35 +27,36 @@ from kafkalite.server.handlers._common import (
     topic_name_by_id,
 )
 
-_MAX_CACHED_LISTS = 64
-_partition_lists: dict[tuple[int, int, int], tuple[Any, ...]] = {}
+# (version, node) -> the entries of partitions 0..n-1 for the largest n served so far
+_partition_entries: dict[tuple[int, int], tuple[Any, ...]] = {}
 
 
 def _partitions(ctx: RequestContext, count: int) -> tuple[Any, ...]:
-    """The answer's partitions 0..count-1, all led by this broker. They depend on nothing but the version, the node
-    and the count, and kio's entities are immutable, so one tuple serves every topic of that size: an all-topics
-    Metadata answer no longer builds one kio object per partition per request."""
+    """The answer's partitions 0..count-1, all led by this broker. An entry depends on nothing but the version, the
+    node and its index, and kio's entities are immutable, so one growing tuple per (version, node) serves every
+    topic: a topic of `count` partitions gets its first `count`, and an all-topics Metadata answer builds no kio
+    object per partition per request. What stays in memory is one entry per partition index (up to the largest topic
+    served) and version, with the replica tuples shared."""
     node = ctx.server.node_id
-    key = (ctx.version, node, count)
-    cached = _partition_lists.get(key)
-    if cached is None:
-        cached = tuple(
+    key = (ctx.version, node)
+    entries = _partition_entries.get(key, ())
+    if len(entries) < count:
+        replicas = (node,)
+        entries += tuple(
             ctx.build(
                 "MetadataResponsePartition",
                 error_code=0,
                 partition_index=index,
                 leader_id=node,
                 leader_epoch=-1,
-                replica_nodes=[node],
-                isr_nodes=[node],
-                offline_replicas=[],
+                replica_nodes=replicas,
+                isr_nodes=replicas,
+                offline_replicas=(),
             )
-            for index in range(count)
+            for index in range(len(entries), count)
         )
-        if len(_partition_lists) >= _MAX_CACHED_LISTS:
-            _partition_lists.clear()
-        _partition_lists[key] = cached
-    return cached
+        _partition_entries[key] = entries
+    return entries if len(entries) == count else entries[:count]
 
 
 def _topic(ctx: RequestContext, topic: Topic) -> Any:
