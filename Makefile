@@ -30,6 +30,14 @@ $(VENV)/.installed-bench: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m compileall -q src >/dev/null
 	touch $@
 
+# The stream-processing app of tests/interop/test_quixstreams.py runs in a venv of its own (the `apps` extra):
+# quixstreams caps confluent-kafka below the version the test extra needs.
+APPS_VENV := .venv-apps
+$(APPS_VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(APPS_VENV)
+	$(APPS_VENV)/bin/python -m pip install --quiet -e '.[apps]'
+	touch $@
+
 run: $(VENV)/.installed
 	$(BIN)/kafkalite serve --host $(HOST) --port $(PORT) --data-dir $(DATA)
 
@@ -43,7 +51,7 @@ typecheck: $(VENV)/.installed-test
 layers: $(VENV)/.installed-test
 	$(BIN)/lint-imports
 
-unit: $(VENV)/.installed-test
+unit: $(VENV)/.installed-test $(APPS_VENV)/.installed
 	$(BIN)/python -m pytest -q
 
 # The documentation site (mkdocs.yml): `make docs` builds it into site/; `make test` builds it strictly into a
@@ -64,4 +72,4 @@ fmt: $(VENV)/.installed-test
 	$(BIN)/ruff check --fix src tests bench docs/hooks examples main.py
 
 clean:
-	rm -rf $(VENV) build site *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(APPS_VENV) build site *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -41,6 +41,9 @@ def main(bootstrap: str, state_dir: str, guarantee: str) -> None:
         # whose open transaction is then aborted at once (quixstreams' default is a new random id on every start,
         # leaving a killed app's transaction to block read_committed consumers until it times out).
         producer_extra_config={"transactional.id": "summer-app"} if guarantee == "exactly-once" else None,
+        # A killed member keeps its partitions until its session times out (45 s by default, as in Kafka): the
+        # restarted app waits that long for its first assignment. Six seconds is the broker's minimum.
+        consumer_extra_config={"session.timeout.ms": 6000, "heartbeat.interval.ms": 1000},
     )
     numbers = app.topic("numbers", key_deserializer="str", value_deserializer="json")
     sums = app.topic("sums", key_serializer="str", value_serializer="json")

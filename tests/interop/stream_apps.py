@@ -1,7 +1,7 @@
 """What the stream-processing application tests share: the app as a child process, its input, the expected output,
 reading topics to their end, and the changelog checks.
 
-Both apps (`quix_app.py`, `faust_app.py`) do one job: for every keyed input `{"n": n}` they write
+The app (`quix_app.py`) does one job: for every keyed input `{"n": n}` they write
 `{"seq": i, "sum": s}` to their output topic, i being the key's input count and s the sum of its values so far, kept
 in a state store whose changelog topic the framework creates compacted.
 """
@@ -12,6 +12,7 @@ import json
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,21 @@ from .clients import WAIT_S, until
 from .served import ServedBroker
 
 KEYS = 4
+
+
+def apps_python() -> Path | None:
+    """The interpreter the apps run with: .venv-apps's (`make test` builds it: quixstreams caps confluent-kafka below
+    the version the tests use), else this one if it has quixstreams; None when neither has it."""
+    built = Path(__file__).resolve().parents[2] / ".venv-apps" / "bin" / "python"
+    if built.exists():
+        return built
+    try:
+        import quixstreams  # noqa: F401
+    except ImportError:
+        return None
+    return Path(sys.executable)
+
+
 SEGMENT_BYTES = 4096
 # Small segments that roll by size, a cleaner that looks every 100 ms and cleans any dirt, and transaction markers
 # (like tombstones) kept one second past their first cleaning rather than a day: the changelog is compacted while
@@ -60,11 +76,14 @@ class App:
         self.guarantee = guarantee
         self.log_path = log_path
         self.process: subprocess.Popen[bytes] | None = None
+        python = apps_python()
+        assert python is not None, "no interpreter with quixstreams (make test builds .venv-apps)"
+        self.python = python
 
     def start(self) -> None:
         with self.log_path.open("a") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-u", str(self.script), self.broker.bootstrap, str(self.state_dir), self.guarantee],
+                [str(self.python), "-u", str(self.script), self.broker.bootstrap, str(self.state_dir), self.guarantee],
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
@@ -92,6 +111,39 @@ def produce_numbers(bootstrap: str, topic: str, first: int, count: int) -> None:
     assert producer.flush(WAIT_S) == 0
 
 
+class Feeder:
+    """Produces inputs `first .. first+count-1` in the background, a few at a time, so the app is always mid-work:
+    chunks of 7 (never a multiple of the app's 20-input checkpoint) keep a transaction open most of the time."""
+
+    CHUNK = 7
+    PAUSE_S = 0.03
+
+    def __init__(self, bootstrap: str, topic: str, first: int, count: int) -> None:
+        self._args = (bootstrap, topic, first, count)
+        self._failure: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="feeder", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        bootstrap, topic, first, count = self._args
+        producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+        try:
+            for n in range(first, first + count):
+                producer.produce(topic, json.dumps({"n": n}).encode(), key=b"k%d" % (n % KEYS))
+                if (n - first) % self.CHUNK == self.CHUNK - 1:
+                    assert producer.flush(WAIT_S) == 0
+                    time.sleep(self.PAUSE_S)
+            assert producer.flush(WAIT_S) == 0
+        except BaseException as error:  # re-raised by join()
+            self._failure = error
+
+    def join(self) -> None:
+        self._thread.join(WAIT_S * 4)
+        assert not self._thread.is_alive(), "the feeder did not finish"
+        if self._failure is not None:
+            raise self._failure
+
+
 def expected(total: int) -> dict[str, list[dict[str, int]]]:
     """The outputs per key for inputs 0 .. total-1, in order."""
     results: dict[str, list[dict[str, int]]] = {}
@@ -101,8 +153,13 @@ def expected(total: int) -> dict[str, list[dict[str, int]]]:
     return results
 
 
-def read_topic(bootstrap: str, topic: str, isolation: str = "read_committed") -> list[confluent_kafka.Message]:
-    """Every message of partition 0 of `topic` from the start to its end (the LSO for read_committed)."""
+def read_topic(
+    bootstrap: str, topic: str, isolation: str = "read_committed", enough: int | None = None
+) -> list[confluent_kafka.Message]:
+    """Every message of partition 0 of `topic` from the start to its end (the LSO for read_committed), or the first
+    `enough` of them. The end is where a fetch comes back empty (librdkafka's PARTITION_EOF): while a producer keeps
+    writing, every long poll is answered with new records and there is no end to reach, so a reader that only needs
+    a count says `enough`."""
     consumer = confluent_kafka.Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -123,6 +180,8 @@ def read_topic(bootstrap: str, topic: str, isolation: str = "read_committed") ->
             error = message.error()
             if error is None:
                 messages.append(message)
+                if enough is not None and len(messages) >= enough:
+                    return messages
             elif error.code() == confluent_kafka.KafkaError._PARTITION_EOF:
                 return messages
             else:
@@ -142,7 +201,7 @@ def outputs(bootstrap: str, topic: str) -> dict[str, list[dict[str, int]]]:
 
 def wait_for_outputs(app: App, topic: str, count: int) -> None:
     until(
-        lambda: sum(map(len, outputs(app.broker.bootstrap, topic).values())) >= count,
+        lambda: len(read_topic(app.broker.bootstrap, topic, enough=count)) >= count,
         f"{count} outputs; app log:\n{app.log()}",
         lambda: time.sleep(0.3),
     )
