@@ -23,7 +23,7 @@ from kafkalite.protocol.records import (
     read_batches,
     read_header,
 )
-from kafkalite.storage import Log, LogConfig, PartitionLog
+from kafkalite.storage import AbortedTxn, Log, LogConfig, PartitionLog
 from kafkalite.storage.compaction_policy import dirtiest, is_due
 from kafkalite.storage.compactor import MIN_SHARE, CleaningContext, Throttle
 
@@ -342,6 +342,51 @@ def test_aborted_data_goes_and_markers_outlive_their_data_and_horizon(
     assert 2 not in bases  # past its horizon, and its transaction's data is gone
     assert bases[4].is_control  # its transaction's record at 3 is still there
     log.close()
+
+
+def test_an_abort_marker_cleaned_away_leaves_the_transaction_index(
+    engine: str, tmp_path: Path, clock: FakeClock
+) -> None:
+    """Once the cleaner removes an abort marker (its data gone, its horizon passed), the index entry goes too, as
+    Kafka's cleaner indexes only the aborts whose markers it keeps: a read_committed reader told of an abort whose
+    marker is gone would drop that producer's later committed batches, waiting for a marker that never comes."""
+    log = open_log(engine, tmp_path / "t-0", clock)
+    aborts = {1: AbortedTxn(5, 0, 1, 2), 3: AbortedTxn(7, 2, 3, 4)}  # by marker offset, as the broker indexes them
+    for offset, batch in enumerate(
+        (
+            transactional([(b"a", b"aborted")], 5),
+            control_batch(5, commit=False),  # 1: abort
+            transactional([(b"b", b"aborted")], 7),
+            control_batch(7, commit=False),  # 3: abort, the last marker of producer 7: kept
+            transactional([(b"c", b"committed")], 5),
+            control_batch(5, commit=True),  # 5: commit, the last marker of producer 5
+        )
+    ):
+        log.append(batch, read_header(batch))
+        if offset in aborts:
+            log.append_aborted_transaction(aborts[offset])
+    for n in range(30):
+        put(log, [(b"filler%d" % (n % 2), b"f" * 60)])
+
+    def context() -> CleaningContext:
+        return CleaningContext(
+            aborted=log.aborted_transactions(0, log.log_end_offset), producer_last_offsets={5: 5, 7: 3}
+        )
+
+    assert clean(log, clock(), context())
+    assert [(e.producer_id, e.last_offset) for e in log.aborted_transactions(0, log.log_end_offset)] == [(5, 1), (7, 3)]
+    clock.now_ms += COMPACTED.delete_retention_ms
+    assert clean(log, clock(), context())
+    bases = {base: read_header(batch) for base, batch in read_all(log)}
+    assert 1 not in bases
+    assert bases[3].is_control
+    assert bases[5].is_control
+    assert [(e.producer_id, e.last_offset) for e in log.aborted_transactions(0, log.log_end_offset)] == [(7, 3)]
+    log.close()
+    if engine == "file":
+        reopened = open_log(engine, tmp_path / "t-0", clock)
+        assert [(e.producer_id, e.last_offset) for e in reopened.aborted_transactions(0, 100)] == [(7, 3)]
+        reopened.close()
 
 
 def test_a_full_offset_map_ends_the_cleaning_early_and_the_next_one_goes_on(

@@ -17,7 +17,8 @@ A cleaning (Kafka's `Cleaner.doClean`) makes two passes over the cleanable part 
      producer's sequence and epoch survive a restart. A batch that keeps a tombstone without a horizon yet gets one.
      A control batch (transaction marker) is kept, stamped with a horizon, until the horizon has passed and no data
      of its transaction was met in this pass before it; the producer's last marker is always kept (its epoch
-     fences zombies), as Kafka keeps it.
+     fences zombies), as Kafka keeps it. An abort whose marker goes leaves the transaction index with it
+     (`CleaningOutcome.dropped_markers`).
 
 Offsets never change: survivors keep theirs, so the log gains gaps, which readers skip.
 
@@ -228,6 +229,7 @@ class BatchFilter:
         self._open_transactions: set[int] = set()  # producers with transactional data met since their last marker
         self._totals = totals
         self.earliest_horizon: int | None = None  # of the batches written that still hold a tombstone or marker
+        self.dropped_markers: set[int] = set()  # offsets of the markers this pass removed
 
     def filter(self, data: bytes | memoryview, pos: int, header: BatchHeader) -> bytes | None:
         """The bytes to write in place of the batch at `pos` of `data`, or None to drop it."""
@@ -289,6 +291,7 @@ class BatchFilter:
             return rebuild_batch(header, records, horizon_ms=self._new_horizon)
         if horizon_passed(horizon, self._now_ms) and not had_data and not last_of_producer:
             self._totals.records_kept -= header.record_count
+            self.dropped_markers.add(header.last_offset)
             return None
         self._note_horizon(horizon)
         return original
@@ -332,6 +335,8 @@ class CleaningOutcome:
     first_dirty: int  # the next cleaning's first dirty offset: the end of the last rewritten source
     earliest_horizon: int | None
     totals: CleaningTotals
+    # markers removed: their aborts leave the transaction index (Kafka indexes only the aborts whose markers it keeps)
+    dropped_markers: frozenset[int] = frozenset()
 
 
 def group_sizes(sources: Sequence[SourceSegment], max_bytes: int) -> list[int]:
@@ -406,6 +411,7 @@ def run_cleaning(
         rewritten[-1].end_offset if rewritten else first_dirty,
         batch_filter.earliest_horizon,
         totals,
+        frozenset(batch_filter.dropped_markers),
     )
 
 

@@ -159,7 +159,7 @@ class MemoryLog(SegmentedLog[_MemorySegment]):
         rewritten = sum(outcome.groups)
         self._segments[:rewritten] = job.cleaned or []
         self._segment_bases = [segment.base_offset for segment in self._segments]
-        self._txn_index.regroup(self._segment_bases)
+        self._txn_index.regroup(self._segment_bases, dropped=outcome.dropped_markers)
         self._first_dirty = outcome.first_dirty
         self._earliest_horizon = outcome.earliest_horizon
         return True

@@ -353,7 +353,7 @@ class PartitionLog(SegmentedLog[Segment]):
             self._open_inactive.pop(id(segment), None)
         self._segments[: len(rewritten)] = cleaned
         self._segment_bases = [segment.base_offset for segment in self._segments]
-        self._txn_index.regroup(self._segment_bases)
+        self._txn_index.regroup(self._segment_bases, dropped=outcome.dropped_markers)
         self._directory_unsynced = True  # the removes and renames after the commit point: the next round syncs them
         self._write_sequence += 1
         self._first_dirty = outcome.first_dirty

@@ -32,7 +32,7 @@ import logging
 import os
 import struct
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -105,11 +105,15 @@ class TransactionIndex:
         index.regroup(bases)
         return index
 
-    def regroup(self, segment_bases: list[int]) -> None:
+    def regroup(self, segment_bases: list[int], dropped: Collection[int] = ()) -> None:
         """The log's segments are now `segment_bases` (ascending): a cleaning merged segments, or files were found
-        on open. Each entry moves to the segment holding its marker; entries below the first segment go; files whose
-        content changed are rewritten and files of segments no longer in the log removed."""
-        entries = sorted((e for group in self._by_segment.values() for e in group), key=lambda e: e.last_offset)
+        on open. Each entry moves to the segment holding its marker; entries below the first segment go, and so do
+        those whose marker the cleaning removed (`dropped`: marker offsets); files whose content changed are
+        rewritten and files of segments no longer in the log removed."""
+        entries = sorted(
+            (e for group in self._by_segment.values() for e in group if e.last_offset not in dropped),
+            key=lambda e: e.last_offset,
+        )
         regrouped: dict[int, list[AbortedTxn]] = {}
         for entry in entries:
             at = bisect_right(segment_bases, entry.last_offset) - 1
