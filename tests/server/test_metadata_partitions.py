@@ -3,8 +3,9 @@
 An all-topics Metadata answer lists every partition; building one kio entity per partition per request cost the
 broker most of its time under a fuzzer that grew a topic to 5,000 partitions. The entries depend only on the
 version, the node and the partition index, so one growing tuple per (version, node) serves every topic: a topic of
-N partitions gets its first N. (Every version's whole answer, over the wire: tests/server/test_versions.py.) What stays in memory after a big topic is deleted is one entry per partition index
-and version, never one per topic size asked for.
+N partitions gets its first N. What stays in memory after a big topic is deleted is one entry per partition index
+and version, never one per topic size asked for. (Every version's whole answer, over the wire:
+tests/server/test_versions.py.)
 """
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ def test_a_bigger_topic_extends_the_entries_it_finds() -> None:
     ctx = _context(9)
     small = metadata._partitions(ctx, 10)
     big = metadata._partitions(ctx, 20)
-    assert big[:10] == small and all(a is b for a, b in zip(big, small, strict=False))
+    assert big[:10] == small
+    assert all(a is b for a, b in zip(big, small, strict=False))
     assert [entry.partition_index for entry in big] == list(range(20))
 
 
