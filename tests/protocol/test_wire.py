@@ -12,6 +12,7 @@ from kio.schema.api_versions.v0.response import ApiVersionsResponse
 from kio.schema.request_header.v1.header import RequestHeader as KioHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as KioHeaderV2
 from kio.serial import entity_reader, entity_writer
+from kio.serial.readers import read_unsigned_varint
 
 from kafkalite.protocol.wire import (
     FrameDecoder,
@@ -19,6 +20,7 @@ from kafkalite.protocol.wire import (
     RequestHeader,
     api_versions_fallback,
     decode_request_header,
+    encode_unsigned_varint,
     frame_response,
     peek_request,
 )
@@ -140,3 +142,11 @@ def test_api_versions_fallback_is_a_v0_body_with_unsupported_version() -> None:
     assert consumed == len(frame) - 8
     assert body.error_code == 35
     assert [(k.api_key, k.min_version, k.max_version) for k in body.api_keys] == [(0, 3, 13), (18, 0, 4)]
+
+
+@pytest.mark.parametrize(
+    ("value", "encoded"), [(0, b"\x00"), (1, b"\x01"), (127, b"\x7f"), (128, b"\x80\x01"), (300, b"\xac\x02")]
+)
+def test_unsigned_varint_as_kafka_writes_it(value: int, encoded: bytes) -> None:
+    assert encode_unsigned_varint(value) == encoded
+    assert read_unsigned_varint(encoded, 0) == (value, len(encoded))

@@ -33,6 +33,7 @@ from kafkalite.broker.log_reader import scan_records
 from kafkalite.broker.partition import Partition
 from kafkalite.errors import CorruptRecordError
 from kafkalite.protocol.records import RecordToWrite, build_batch
+from kafkalite.protocol.wire import encode_unsigned_varint
 from kafkalite.transactions import TxnMetadata, TxnState
 
 logger = logging.getLogger("kafkalite.transactions")
@@ -115,18 +116,9 @@ def decode_key(data: bytes) -> str:
     return reader.string()
 
 
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 def _compact_string(text: str) -> bytes:
     data = text.encode()
-    return _uvarint(len(data) + 1) + data
+    return encode_unsigned_varint(len(data) + 1) + data
 
 
 _TAG_PREVIOUS_PRODUCER_ID, _TAG_NEXT_PRODUCER_ID, _TAG_CLIENT_TRANSACTION_VERSION = 0, 1, 2
@@ -139,12 +131,12 @@ def encode_value(txn: TxnMetadata) -> bytes:
         by_topic.setdefault(topic, []).append(partition)
     parts = [
         struct.pack(">hqhib", _FLEXIBLE_VERSION, txn.producer_id, txn.producer_epoch, txn.timeout_ms, txn.state.code),
-        _uvarint(len(by_topic) + 1),
+        encode_unsigned_varint(len(by_topic) + 1),
     ]
     for topic, partitions in by_topic.items():
         parts += [
             _compact_string(topic),
-            _uvarint(len(partitions) + 1),
+            encode_unsigned_varint(len(partitions) + 1),
             struct.pack(f">{len(partitions)}i", *partitions),
             b"\x00",
         ]
@@ -156,9 +148,9 @@ def encode_value(txn: TxnMetadata) -> bytes:
         tags.append((_TAG_NEXT_PRODUCER_ID, struct.pack(">q", txn.next_producer_id)))
     if txn.client_transaction_version != 0:
         tags.append((_TAG_CLIENT_TRANSACTION_VERSION, struct.pack(">h", txn.client_transaction_version)))
-    parts.append(_uvarint(len(tags)))
+    parts.append(encode_unsigned_varint(len(tags)))
     for tag, data in tags:
-        parts += [_uvarint(tag), _uvarint(len(data)), data]
+        parts += [encode_unsigned_varint(tag), encode_unsigned_varint(len(data)), data]
     return b"".join(parts)
 
 

@@ -33,7 +33,8 @@ from kio.schema.errors import ErrorCode
 from kio.serial import entity_writer
 from kio.serial.errors import SerialError
 from kio.serial.readers import read_nullable_legacy_string, read_unsigned_varint
-from kio.static.primitive import i16
+from kio.serial.writers import write_unsigned_varint
+from kio.static.primitive import i16, uvarint
 
 from kafkalite.errors import ProtocolError
 
@@ -180,6 +181,13 @@ def decode_request_header(frame: bytes, header_version: int) -> tuple[RequestHea
     except (SerialError, ValueError) as e:  # kio: ValueError for a varint longer than 5 bytes
         raise ProtocolError(f"undecodable request header v{header_version}: {e}") from e
     return RequestHeader(api_key, api_version, correlation_id, client_id), offset
+
+
+def encode_unsigned_varint(value: int) -> bytes:
+    """Kafka's unsigned varint (compact lengths, tagged-field counts and tags), written by kio."""
+    buffer = io.BytesIO()
+    write_unsigned_varint(buffer, uvarint(value))
+    return buffer.getvalue()
 
 
 def _skip_tagged_fields(frame: bytes, offset: int) -> int:

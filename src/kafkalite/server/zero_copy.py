@@ -31,6 +31,7 @@ import struct
 from collections.abc import Iterator
 from typing import Any
 
+from kafkalite.protocol.wire import encode_unsigned_varint
 from kafkalite.storage import FileRecords
 
 _TOKEN_BYTES = 16
@@ -96,7 +97,7 @@ def splice(frame: bytes, found: list[Placeholder], *, flexible: bool) -> Spliced
             raise ValueError("a records placeholder is missing from the encoded Fetch answer")
         records = placeholder.records
         if flexible:  # COMPACT_RECORDS: unsigned varint of length + 1 (17 for the placeholder: one byte)
-            prefix_at, prefix = at - 1, _uvarint(len(records) + 1)
+            prefix_at, prefix = at - 1, encode_unsigned_varint(len(records) + 1)
         else:  # RECORDS: INT32 length
             prefix_at, prefix = at - _INT32.size, _INT32.pack(len(records))
         parts.append(frame[position:prefix_at] + prefix)
@@ -108,15 +109,6 @@ def splice(frame: bytes, found: list[Placeholder], *, flexible: bool) -> Spliced
     assert isinstance(first, bytes)
     parts[0] = _INT32.pack(size - _INT32.size) + first
     return SplicedFrame(parts, size)
-
-
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 class FrameSender:
