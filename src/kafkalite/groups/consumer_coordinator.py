@@ -41,8 +41,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
-
-import re2
+from typing import TYPE_CHECKING
 
 from kafkalite.groups.consumer_group import (
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -59,11 +58,11 @@ from kafkalite.groups.consumer_group import (
 from kafkalite.groups.results import ErrorCode
 from kafkalite.groups.server_assignors import SERVER_ASSIGNORS, AssignmentSpec, TopicAssignment
 
+if TYPE_CHECKING:
+    import re2
+
 TopicImage = Mapping[str, tuple[uuid.UUID, int]]
 """The broker's topics as the coordinator sees them: name → (topic id, partition count)."""
-
-_REGEX_OPTIONS = re2.Options()
-_REGEX_OPTIONS.log_errors = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,8 +141,12 @@ class _Refused(Exception):
 def compile_regex(pattern: str) -> re2._Regexp:
     """A subscription regex, RE2 syntax (as Kafka's RE2/J), matched against whole topic names. RE2 matches in
     linear time, so no pattern a client sends can hold the event loop (Python's `re` backtracks: `(a+)+b`)."""
+    import re2  # imported where used, as `scramp` is: it costs every start-up 10 ms, and few groups use a regex
+
+    options = re2.Options()
+    options.log_errors = False
     try:
-        return re2.compile(pattern, _REGEX_OPTIONS)
+        return re2.compile(pattern, options)
     except re2.error as e:
         detail = e.args[0].decode(errors="replace") if e.args and isinstance(e.args[0], bytes) else str(e)
         raise _Refused(ErrorCode.INVALID_REGULAR_EXPRESSION, f"Invalid regular expression {pattern!r}: {detail}") from e
