@@ -275,6 +275,34 @@ def test_interrupted_migration_resumes_to_the_same_result(
     assert_groups_resume(source, target)
 
 
+# Runs `kafkalite migrate` with the crash point chosen rather than raced: the checkpoint is saved after every batch,
+# and the save after the first one that recorded progress blocks for good (telling the test through a marker file),
+# so records sent between those two saves are on the target (or lost in flight) and not in the progress file. The test
+# then kill -9s the process, as power loss would, at that point and not after the copy has finished.
+MIGRATE_UNTIL_SECOND_SAVE = """
+import sys, threading
+from pathlib import Path
+import kafkalite.migrate.copy as copy
+from kafkalite.migrate.checkpoint import Checkpoint
+from kafkalite.cli import main
+
+copy.SAVE_EVERY_S = 0.0
+save = Checkpoint.save
+recorded = []
+
+def save_then_hang(self):
+    if recorded:
+        Path(sys.argv[1]).touch()
+        threading.Event().wait()
+    save(self)
+    if any(value.runs for value in self.partitions.values()):
+        recorded.append(True)
+
+Checkpoint.save = save_then_hang
+main(args=sys.argv[2:], prog_name="kafkalite")
+"""
+
+
 def test_killed_migration_resumes_without_duplicates(
     source: ClusterUnderTest, target: ClusterUnderTest, tmp_path: Path
 ) -> None:
@@ -283,25 +311,21 @@ def test_killed_migration_resumes_without_duplicates(
     produce(source.bootstrap, "bulk", [(i % 2, (None, b"x" * 100, [], BASE_MS + i)) for i in range(150_000)])
     commit_after(source.bootstrap, "bulk-readers", "bulk", 0, 1000)
     state = tmp_path / "progress.json"
-    command = [sys.executable, "-m", "kafkalite", "migrate", "-b", source.bootstrap, "--to", target.bootstrap,
-               "--state", str(state)]  # fmt: skip
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    hung = tmp_path / "hung"
+    command = [sys.executable, "-c", MIGRATE_UNTIL_SECOND_SAVE, str(hung),
+               "migrate", "-b", source.bootstrap, "--to", target.bootstrap, "--state", str(state)]  # fmt: skip
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and process.poll() is None:
-            try:
-                saved = json.loads(state.read_text())["partitions"]
-            except (OSError, ValueError, KeyError):
-                saved = {}
-            if any(value["runs"] for value in saved.values()):
-                break
+        while time.monotonic() < deadline and process.poll() is None and not hung.exists():
             time.sleep(0.02)
+        assert hung.exists(), f"the migration never reached its second save: {process.poll()=}"
     finally:
         os.kill(process.pid, signal.SIGKILL)
-        process.wait()
+        _, errors = process.communicate()
     saved = json.loads(state.read_text())["partitions"]
     copied = sum(run[2] for value in saved.values() for run in value["runs"])
-    assert copied < 150_000, "the migration finished before it could be killed: give it more records"
+    assert 0 < copied < 150_000, errors.decode()
     resumed = json.loads(
         source.ok("migrate", "--to", target.bootstrap, "--state", str(state), "--verify", "--output", "json").stdout
     )
