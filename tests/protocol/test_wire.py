@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import itertools
 import struct
 
 import pytest
@@ -56,6 +57,30 @@ def test_frames_fed_at_once_with_trailing_partial_bytes(payloads: list[bytes], t
     assert drain(decoder) == payloads
     assert decoder.buffered == len(trailing)  # a partial size prefix stays buffered until the rest arrives
     assert decoder.bytes_wanted() == 4 - len(trailing)
+
+
+@given(st.lists(st.binary(max_size=3000), max_size=8), st.lists(st.integers(0, 30_000), max_size=12))
+def test_frames_fed_in_any_pieces(payloads: list[bytes], cuts: list[int]) -> None:
+    stream = b"".join(framed(p) for p in payloads)
+    bounds = sorted({0, len(stream), *(c for c in cuts if c < len(stream))})
+    decoder = FrameDecoder()
+    received: list[bytes] = []
+    for start, end in itertools.pairwise(bounds):
+        decoder.feed(stream[start:end])
+        received += drain(decoder)
+        assert decoder.buffered == end - sum(4 + len(p) for p in received)
+    assert received == payloads
+    assert decoder.buffered == 0
+
+
+def test_a_body_read_on_its_own_is_returned_without_a_copy() -> None:
+    decoder = FrameDecoder()
+    decoder.feed(struct.pack(">i", 6))
+    assert decoder.next_frame() is None
+    assert decoder.bytes_wanted() == 6
+    body = b"abcdef"
+    decoder.feed(body)
+    assert decoder.next_frame() is body
 
 
 def test_partial_body_waits_and_reports_what_it_needs() -> None:

@@ -24,9 +24,9 @@ from __future__ import annotations
 import enum
 import io
 import struct
+from collections import deque
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Final
+from typing import Final, NamedTuple
 
 from kio.schema.api_versions.v0.response import ApiVersion, ApiVersionsResponse
 from kio.schema.errors import ErrorCode
@@ -103,49 +103,89 @@ class ApiKey(enum.IntEnum):
 
 
 class FrameDecoder:
-    """Split a byte stream into size-prefixed frames: `feed` bytes, then take frames with `next_frame` until None."""
+    """Split a byte stream into size-prefixed frames: `feed` bytes, then take frames with `next_frame` until None.
 
-    __slots__ = ("_buffer", "max_frame_bytes")
+    Fed bytes are kept as the chunks they arrived in, not copied into one growing buffer: a frame is copied out once,
+    by joining the pieces of the chunks it spans, or is the chunk itself when one read brought exactly its body. (A
+    growing `bytearray` cost four copies of every byte, plus page faults on each large re-allocation: the extend, its
+    re-allocations, the slice, and `bytes()` of the slice.) The size prefix is checked against `max_frame_bytes` as
+    soon as its 4 bytes are in, before the body arrives.
+    """
+
+    __slots__ = ("_available", "_chunks", "_size", "_start", "max_frame_bytes")
 
     def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
         self.max_frame_bytes = max_frame_bytes
-        self._buffer = bytearray()
+        self._chunks: deque[bytes] = deque()
+        self._start = 0  # bytes of `_chunks[0]` already taken
+        self._available = 0  # bytes in `_chunks` not yet taken
+        self._size: int | None = None  # the size of the frame in progress, once its prefix is taken
 
     def feed(self, data: bytes) -> None:
-        self._buffer += data
+        if data:
+            self._chunks.append(data)
+            self._available += len(data)
 
     @property
     def buffered(self) -> int:
-        """Bytes received and not yet returned as a frame."""
-        return len(self._buffer)
+        """Bytes received and not yet returned as a frame (a taken size prefix counts until its frame is returned)."""
+        return self._available + (_SIZE.size if self._size is not None else 0)
 
     def bytes_wanted(self) -> int:
         """How many more bytes complete the next frame (at least 1): a good size for the next read."""
-        if len(self._buffer) < _SIZE.size:
-            return _SIZE.size - len(self._buffer)
-        return max(1, _SIZE.size + self._frame_size() - len(self._buffer))
+        if self._size is None:
+            return max(1, _SIZE.size - self._available)
+        return max(1, self._size - self._available)
 
     def next_frame(self) -> bytes | None:
         """The next complete frame without its size prefix, or None until more bytes are fed."""
-        if len(self._buffer) < _SIZE.size:
+        if self._size is None:
+            if self._available < _SIZE.size:
+                return None
+            (size,) = _SIZE.unpack(self._take(_SIZE.size))
+            if size < 0 or size > self.max_frame_bytes:
+                raise ProtocolError(f"frame size {size} outside [0, {self.max_frame_bytes}] (socket.request.max.bytes)")
+            self._size = size
+        if self._available < self._size:
             return None
-        end = _SIZE.size + self._frame_size()
-        if len(self._buffer) < end:
-            return None
-        frame = bytes(self._buffer[_SIZE.size : end])
-        del self._buffer[:end]
+        frame = self._take(self._size)
+        self._size = None
         return frame
 
-    def _frame_size(self) -> int:
-        (size,) = _SIZE.unpack_from(self._buffer)
-        if size < 0 or size > self.max_frame_bytes:
-            raise ProtocolError(f"frame size {size} outside [0, {self.max_frame_bytes}] (socket.request.max.bytes)")
-        return int(size)
+    def _take(self, count: int) -> bytes:
+        """The next `count` bytes (all fed already), copied at most once."""
+        if not count:
+            return b""
+        self._available -= count
+        chunks, start = self._chunks, self._start
+        first = chunks[0]
+        if len(first) - start > count:
+            self._start = start + count
+            return first[start : start + count]
+        if len(first) - start == count:
+            chunks.popleft()
+            self._start = 0
+            return first if start == 0 else first[start:]
+        pieces: list[bytes | memoryview] = [memoryview(first)[start:]]
+        needed = count - (len(first) - start)
+        chunks.popleft()
+        while needed:
+            chunk = chunks[0]
+            if len(chunk) <= needed:
+                pieces.append(chunks.popleft())
+                needed -= len(chunk)
+            else:
+                pieces.append(memoryview(chunk)[:needed])
+                self._start = needed
+                break
+        else:
+            self._start = 0
+        return b"".join(pieces)
 
 
-@dataclass(frozen=True, slots=True)
-class RequestHeader:
-    """A decoded request header, whichever its version (v0 has no client_id)."""
+class RequestHeader(NamedTuple):
+    """A decoded request header, whichever its version (v0 has no client_id). A named tuple, not a frozen
+    dataclass: one is built per request, and a tuple is built several times faster."""
 
     api_key: int
     api_version: int
