@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from kafkalite.config.schema import (
     INT64_MAX,
@@ -229,6 +230,8 @@ class TopicConfig:
         for name, value in self._broker_defaults.items():
             validate_config(name, value)
         self._overrides: dict[str, str] = {}
+        # Parsed values the produce path asks for on every request (limits, the cleanup policy), dropped on update.
+        self._parsed: dict[str, Any] = {}
         self.update(overrides or {})
 
     @staticmethod
@@ -255,6 +258,7 @@ class TopicConfig:
                 self._overrides.pop(name, None)
             else:
                 self._overrides[name] = value
+        self._parsed.clear()
 
     def overrides(self) -> dict[str, str]:
         return dict(self._overrides)
@@ -273,7 +277,11 @@ class TopicConfig:
         return default
 
     def get_int(self, name: str) -> int:
-        return int(self.get(name))
+        key = "int:" + name
+        value = self._parsed.get(key)
+        if value is None:
+            value = self._parsed[key] = int(self.get(name))
+        return int(value)
 
     def describe(self) -> list[ConfigEntry]:
         return list(self._entries())
@@ -310,8 +318,14 @@ class TopicConfig:
     @property
     def compacted(self) -> bool:
         """cleanup.policy holds "compact": records need a key (Kafka refuses keyless ones with INVALID_RECORD)."""
-        return "compact" in self.cleanup_policy
+        value = self._parsed.get("compacted")
+        if value is None:
+            value = self._parsed["compacted"] = "compact" in self.cleanup_policy
+        return bool(value)
 
     @property
     def log_append_time(self) -> bool:
-        return self.get("message.timestamp.type") == "LogAppendTime"
+        value = self._parsed.get("log_append_time")
+        if value is None:
+            value = self._parsed["log_append_time"] = self.get("message.timestamp.type") == "LogAppendTime"
+        return bool(value)

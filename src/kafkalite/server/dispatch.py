@@ -35,7 +35,7 @@ import typing
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from time import perf_counter
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from kafkalite.errors import ProtocolError, UnknownTopicError
 from kafkalite.protocol.messages import ApiSchema, api_schema
@@ -127,8 +127,11 @@ class ServerInfo:
     settings: tuple[tuple[str, str], ...] = ()  # the server's own broker settings (Kafka name, value): listeners, ...
 
 
-@dataclass(frozen=True, slots=True)
-class RequestContext:
+class RequestContext(NamedTuple):
+    """What a handler gets besides its request: the broker, this server, the request's header and schema, and the
+    connection's client and security state. A named tuple (immutable, and built per request faster than a frozen
+    dataclass)."""
+
     broker: Broker
     server: ServerInfo
     header: RequestHeader
