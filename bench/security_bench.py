@@ -2,14 +2,19 @@
 
     python -m bench.security_bench                 # 3 rounds; prints a Markdown table and writes bench/results/*.json
     python -m bench.security_bench --rounds 1 --scale 0.2      # a smoke run
+    python -m bench.security_bench --pin           # broker on CPU 1, client on CPU 0
 
-One broker process (`kafkalite serve --fsync never`, memory storage) serves both listeners, so the only difference
+One broker process (`kafkalite serve --fsync never`, file storage in a temporary directory, so plaintext Fetch
+answers go out with sendfile and TLS ones are copied and encrypted) serves both listeners, so the only difference
 between the two columns is the listener. Per round and per message size (100 B, 1 KiB), in turn on each listener:
 produce N messages with confluent-kafka (acks=1, linger.ms=5, one producer) and time until every delivery report;
 then read them all back with one consumer (assign, from offset 0) and time until the last one. Connection set-up:
 a fresh client's first Metadata answer (ApiVersions, TLS handshake, SaslHandshake, two SCRAM round trips, Metadata)
-timed `SETUP_REPEATS` times per listener. Medians over rounds; ratios are SASL_SSL ÷ PLAINTEXT. The test PKI and
-the SCRAM user are made in a temporary directory with the `cryptography` package and `kafkalite users`.
+timed `SETUP_REPEATS` times per listener. The CPU rows are the broker's and this client's (librdkafka's threads
+included) CPU time over each produce window, as a share of one core: on a 2-core machine their sum says whether the
+pair is CPU-bound, and `--pin` shows which side limits when each has a core of its own. Medians over rounds;
+ratios are SASL_SSL ÷ PLAINTEXT. The test PKI and the SCRAM user are made in a temporary directory with the
+`cryptography` package and `kafkalite users`.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -134,6 +140,19 @@ def _consume(config: dict[str, Any], topic: str, count: int) -> float:
     return elapsed
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of every thread of process `pid`."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _pin(broker_pid: int) -> None:
+    """Broker threads on CPU 1, this process (and the client threads it starts later) on CPU 0."""
+    for thread in os.listdir(f"/proc/{broker_pid}/task"):
+        os.sched_setaffinity(int(thread), {1})
+    os.sched_setaffinity(0, {0})
+
+
 def _setup(config: dict[str, Any]) -> float:
     began = time.perf_counter()
     admin = confluent_kafka.admin.AdminClient(config)
@@ -145,10 +164,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--scale", type=float, default=1.0, help="multiply the message counts")
+    parser.add_argument(
+        "--pin", action="store_true", help="the broker on CPU 1, this client on CPU 0: which side is the limit"
+    )
     args = parser.parse_args()
     rows: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="kl-security-bench-") as tmp:
         process, configs = _start(Path(tmp))
+        if args.pin:
+            _pin(process.pid)
         try:
             for rnd in range(args.rounds):
                 for size in SIZES:
@@ -156,13 +180,19 @@ def main() -> None:
                     for listener, text in configs.items():
                         config = json.loads(text)
                         topic = f"bench-{listener.lower()}-{size}-{rnd}"
+                        broker_cpu, client_cpu = _cpu_seconds(process.pid), time.process_time()
                         produce_s = _produce(config, topic, size, count)
+                        broker_cpu = _cpu_seconds(process.pid) - broker_cpu
+                        client_cpu = time.process_time() - client_cpu
                         consume_s = _consume(config, topic, count)
                         rows.setdefault(f"produce {size} B {listener}", []).append(count / produce_s)
                         rows.setdefault(f"consume {size} B {listener}", []).append(count / consume_s)
+                        rows.setdefault(f"produce {size} B {listener} broker CPU", []).append(broker_cpu / produce_s)
+                        rows.setdefault(f"produce {size} B {listener} client CPU", []).append(client_cpu / produce_s)
                         print(
-                            f"round {rnd} {size} B {listener}: produce {count / produce_s:,.0f}/s, "
-                            f"consume {count / consume_s:,.0f}/s",
+                            f"round {rnd} {size} B {listener}: produce {count / produce_s:,.0f}/s "
+                            f"(CPU: broker {100 * broker_cpu / produce_s:.0f}%, client "
+                            f"{100 * client_cpu / produce_s:.0f}%), consume {count / consume_s:,.0f}/s",
                             file=sys.stderr,
                             flush=True,
                         )
@@ -180,6 +210,11 @@ def main() -> None:
             print(f"| {kind} {size} B (msg/s) | {plain:,.0f} | {secured:,.0f} | {secured / plain:.2f}× |")
     plain, secured = medians["setup PLAINTEXT"], medians["setup SASL_SSL"]
     print(f"| connection set-up to first Metadata (ms) | {plain:.1f} | {secured:.1f} | {secured / plain:.1f}× |")
+    for size in SIZES:
+        for side in ("broker", "client"):
+            plain = medians[f"produce {size} B PLAINTEXT {side} CPU"]
+            secured = medians[f"produce {size} B SASL_SSL {side} CPU"]
+            print(f"| produce {size} B: {side} CPU (% of a core) | {100 * plain:.0f} | {100 * secured:.0f} | |")
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
     out = RESULTS_DIR / f"security-{stamp}.json"
