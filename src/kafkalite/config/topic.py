@@ -277,10 +277,9 @@ class TopicConfig:
         return default
 
     def get_int(self, name: str) -> int:
-        key = "int:" + name
-        value = self._parsed.get(key)
+        value = self._parsed.get(name)  # keyed by the config name; the derived flags below use dotless keys
         if value is None:
-            value = self._parsed[key] = int(self.get(name))
+            value = self._parsed[name] = int(self.get(name))
         return int(value)
 
     def describe(self) -> list[ConfigEntry]:
