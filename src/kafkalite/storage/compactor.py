@@ -29,7 +29,10 @@ cleaner gives the GIL back (`sleep(0)`), so the loop does not wait a whole switc
 back has a price under a busy loop: to get the GIL again the thread must win a race it loses each time the loop
 releases and retakes it (every `select`), so a cleaner that always yields can starve (a 19 KB cleaning took 9 s
 under steady produce). Hence the floor: while the cleaner got less than `MIN_SHARE` of the wall time in the current
-second, it keeps the GIL until the interpreter's switch interval takes it, and catches up.
+second, it keeps the GIL until the interpreter's switch interval takes it, and catches up. That needs the GIL first,
+which a loop that releases it for microseconds at a time (every `select` that finds work) can keep from the thread
+for as long as it stays busy; the event loop's side of the floor, `broker.log_cleaner.GilLender`, blocks the loop for
+a moment when the cleaner thread got less than its share.
 """
 
 from __future__ import annotations
@@ -128,6 +131,7 @@ class Throttle:
         self._bytes = 0
         self._window_wall = self._start
         self._window_cpu = self._last_yield_cpu = cpu_clock()
+        self.resting = False  # True while sleeping for the I/O rate (so a GIL lender knows it is not starved)
 
     def consume(self, size: int) -> None:
         """Account for `size` bytes read or written; sleep as the rate requires, else share the GIL."""
@@ -136,7 +140,11 @@ class Throttle:
             due = self._start + self._bytes / self._rate
             now = self._clock()
             if due > now:
-                self._sleep(due - now)
+                self.resting = True
+                try:
+                    self._sleep(due - now)
+                finally:
+                    self.resting = False
                 return
             if now - self._start > 1.0:  # idle or slow: do not bank credit for a later burst
                 self._start, self._bytes = now, 0
