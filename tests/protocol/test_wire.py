@@ -16,7 +16,7 @@ from kio.serial import entity_reader, entity_writer
 from kio.serial.readers import read_unsigned_varint
 
 from kafkalite.protocol.wire import (
-    FrameDecoder,
+    FrameBuffer,
     ProtocolError,
     RequestHeader,
     api_versions_fallback,
@@ -31,79 +31,126 @@ def framed(payload: bytes) -> bytes:
     return struct.pack(">i", len(payload)) + payload
 
 
-def drain(decoder: FrameDecoder) -> list[bytes]:
-    frames = []
-    while (frame := decoder.next_frame()) is not None:
-        frames.append(frame)
-    return frames
+def read_into(frames: FrameBuffer, data: bytes) -> bool:
+    """What a transport does: read `data` into the free space, as many reads as the space asks for."""
+    complete = False
+    while data:
+        room = frames.writable()
+        assert len(room) >= 1
+        count = min(len(room), len(data))
+        room[:count] = data[:count]
+        complete = frames.advance(count)
+        data = data[count:]
+    return complete
+
+
+def drain(frames: FrameBuffer) -> list[bytes]:
+    taken = []
+    while (frame := frames.next_frame()) is not None:
+        assert type(frame) is bytes
+        taken.append(frame)
+    return taken
 
 
 @given(st.lists(st.binary(max_size=300), max_size=8))
-def test_frames_fed_one_byte_at_a_time(payloads: list[bytes]) -> None:
-    decoder = FrameDecoder()
+def test_frames_read_one_byte_at_a_time(payloads: list[bytes]) -> None:
+    frames = FrameBuffer()
     received: list[bytes] = []
     for byte in b"".join(framed(p) for p in payloads):
-        assert decoder.bytes_wanted() >= 1
-        decoder.feed(bytes([byte]))
-        received += drain(decoder)
+        complete = read_into(frames, bytes([byte]))
+        taken = drain(frames)
+        assert complete == bool(taken)  # `advance` says exactly when a frame is complete
+        received += taken
     assert received == payloads
-    assert decoder.buffered == 0
+    assert frames.buffered == 0
 
 
 @given(st.lists(st.binary(max_size=300), max_size=8), st.binary(min_size=1, max_size=3))
-def test_frames_fed_at_once_with_trailing_partial_bytes(payloads: list[bytes], trailing: bytes) -> None:
-    decoder = FrameDecoder()
-    decoder.feed(b"".join(framed(p) for p in payloads) + trailing)
-    assert drain(decoder) == payloads
-    assert decoder.buffered == len(trailing)  # a partial size prefix stays buffered until the rest arrives
-    assert decoder.bytes_wanted() == 4 - len(trailing)
+def test_frames_read_at_once_with_trailing_partial_bytes(payloads: list[bytes], trailing: bytes) -> None:
+    frames = FrameBuffer()
+    read_into(frames, b"".join(framed(p) for p in payloads) + trailing)
+    assert drain(frames) == payloads
+    assert frames.buffered == len(trailing)  # a partial size prefix stays buffered until the rest arrives
 
 
-@given(st.lists(st.binary(max_size=3000), max_size=8), st.lists(st.integers(0, 30_000), max_size=12))
-def test_frames_fed_in_any_pieces(payloads: list[bytes], cuts: list[int]) -> None:
+@given(
+    st.lists(st.binary(max_size=3000), max_size=8),
+    st.lists(st.integers(0, 30_000), max_size=12),
+    st.sampled_from([16, 1024, 64 * 1024]),
+)
+def test_frames_read_in_any_pieces_into_any_initial_size(payloads: list[bytes], cuts: list[int], initial: int) -> None:
     stream = b"".join(framed(p) for p in payloads)
     bounds = sorted({0, len(stream), *(c for c in cuts if c < len(stream))})
-    decoder = FrameDecoder()
+    frames = FrameBuffer(initial_bytes=initial)
     received: list[bytes] = []
     for start, end in itertools.pairwise(bounds):
-        decoder.feed(stream[start:end])
-        received += drain(decoder)
-        assert decoder.buffered == end - sum(4 + len(p) for p in received)
+        read_into(frames, stream[start:end])
+        received += drain(frames)
+        assert frames.buffered == end - sum(4 + len(p) for p in received)
     assert received == payloads
-    assert decoder.buffered == 0
+    assert frames.buffered == 0
 
 
-def test_a_body_read_on_its_own_is_returned_without_a_copy() -> None:
-    decoder = FrameDecoder()
-    decoder.feed(struct.pack(">i", 6))
-    assert decoder.next_frame() is None
-    assert decoder.bytes_wanted() == 6
-    body = b"abcdef"
-    decoder.feed(body)
-    assert decoder.next_frame() is body
+@pytest.mark.parametrize(
+    ("first_body", "second_body"),
+    [(20_000, 50_000), (40_000, 30_000)],
+    ids=["unread-part-overlaps-its-new-place", "unread-part-clear-of-its-new-place"],
+)
+def test_unread_bytes_are_moved_to_the_front_intact(first_body: int, second_body: int) -> None:
+    frames = FrameBuffer(initial_bytes=64 * 1024)
+    first, second = b"a" * first_body, bytes(range(256)) * (second_body // 256) + b"z" * (second_body % 256)
+    data = framed(first) + framed(second)
+    read_into(frames, data[:60_004])  # the first frame and part of the second: 5,532 bytes of the buffer left free
+    assert drain(frames) == [first]
+    unread = 60_004 - (4 + first_body)
+    room = frames.writable()  # too little free space for the rest of the second frame: the unread part moves
+    assert frames.capacity == 64 * 1024  # moved in place, not into a new buffer
+    assert len(room) == 64 * 1024 - unread
+    assert frames.buffered == unread
+    read_into(frames, data[60_004:])
+    assert drain(frames) == [second]
 
 
-def test_partial_body_waits_and_reports_what_it_needs() -> None:
-    decoder = FrameDecoder()
-    decoder.feed(framed(b"abcdef")[:7])
-    assert decoder.next_frame() is None
-    assert decoder.bytes_wanted() == 3
-    decoder.feed(b"def")
-    assert decoder.next_frame() == b"abcdef"
+def test_the_buffer_grows_for_a_large_frame_and_shrinks_after_it() -> None:
+    frames = FrameBuffer(initial_bytes=64 * 1024)
+    large = b"L" * 1_000_000
+    read_into(frames, framed(large) + framed(b"next")[:2])
+    assert frames.capacity >= 1_000_004
+    assert drain(frames) == [large]
+    read_into(frames, framed(b"next")[2:])
+    assert drain(frames) == [b"next"]
+    frames.writable()
+    assert frames.capacity == 64 * 1024
+
+
+def test_the_space_offered_covers_the_rest_of_the_frame_in_progress() -> None:
+    frames = FrameBuffer(initial_bytes=64 * 1024)
+    assert not read_into(frames, struct.pack(">i", 500_000) + b"x" * 10)
+    assert frames.next_frame() is None
+    assert len(frames.writable()) >= 500_000 - 10  # one read can bring the whole body
+
+
+def test_partial_body_waits() -> None:
+    frames = FrameBuffer()
+    assert not read_into(frames, framed(b"abcdef")[:7])
+    assert frames.next_frame() is None
+    assert read_into(frames, b"def")
+    assert frames.next_frame() == b"abcdef"
 
 
 @pytest.mark.parametrize("size", [-1, 1025, 2**31 - 1])
 def test_size_outside_limit_is_refused_before_the_body_arrives(size: int) -> None:
-    decoder = FrameDecoder(max_frame_bytes=1024)
-    decoder.feed(struct.pack(">i", size))
+    frames = FrameBuffer(max_frame_bytes=1024)
+    assert read_into(frames, struct.pack(">i", size))  # complete enough to be refused at once
     with pytest.raises(ProtocolError, match="frame size"):
-        decoder.next_frame()
+        frames.next_frame()
+    assert frames.capacity == 64 * 1024  # nothing was allocated for the body
 
 
 def test_frame_of_exactly_the_limit_is_accepted() -> None:
-    decoder = FrameDecoder(max_frame_bytes=1024)
-    decoder.feed(framed(b"x" * 1024))
-    assert decoder.next_frame() == b"x" * 1024
+    frames = FrameBuffer(max_frame_bytes=1024)
+    read_into(frames, framed(b"x" * 1024))
+    assert frames.next_frame() == b"x" * 1024
 
 
 def _kio_header(cls: type, client_id: str | None) -> bytes:

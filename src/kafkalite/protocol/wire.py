@@ -9,9 +9,10 @@ response frame is a response header followed by the body. The header version fol
     response header v0 correlation_id int32                                          (non-flexible, and ApiVersions)
     response header v1 v0 + tagged fields                                            (flexible, except ApiVersions)
 
-`FrameDecoder` splits a byte stream into frames without ever holding more than the current partial frame plus what
-was fed; a size over the configured maximum (Kafka's `socket.request.max.bytes`) or below zero is a `ProtocolError`
-as soon as its 4-byte prefix arrives, before any of the body is buffered.
+`FrameBuffer` is a connection's receive buffer: the transport reads into it, and it splits what was read into frames,
+copying each frame once; it grows only to hold the frame in progress. A size over the configured maximum (Kafka's
+`socket.request.max.bytes`) or below zero is a `ProtocolError` as soon as its 4-byte prefix arrives, before the
+buffer grows for the body.
 
 An ApiVersions request at a version we do not serve is answered with a v0 body carrying UNSUPPORTED_VERSION (35) and
 our ranges (KIP-511): clients retry at a version we do list. `api_versions_fallback` builds that frame.
@@ -24,7 +25,6 @@ from __future__ import annotations
 import enum
 import io
 import struct
-from collections import deque
 from collections.abc import Iterable
 from typing import Final, NamedTuple
 
@@ -42,6 +42,7 @@ DEFAULT_MAX_FRAME_BYTES: Final = 100 * 1024 * 1024  # socket.request.max.bytes
 UNSUPPORTED_VERSION: Final = 35
 
 _SIZE = struct.Struct(">i")
+_MIN_READ_ROOM: Final = 16 * 1024  # the smallest free space a read is offered: fewer, larger reads
 _API = struct.Struct(">hhi")  # api_key, api_version, correlation_id: the first 8 bytes of every request header
 
 
@@ -102,85 +103,100 @@ class ApiKey(enum.IntEnum):
     DESCRIBE_TOPIC_PARTITIONS = 75
 
 
-class FrameDecoder:
-    """Split a byte stream into size-prefixed frames: `feed` bytes, then take frames with `next_frame` until None.
+class FrameBuffer:
+    """A connection's receive buffer that splits it into size-prefixed frames.
 
-    Fed bytes are kept as the chunks they arrived in, not copied into one growing buffer: a frame is copied out once,
-    by joining the pieces of the chunks it spans, or is the chunk itself when one read brought exactly its body. (A
-    growing `bytearray` cost four copies of every byte, plus page faults on each large re-allocation: the extend, its
-    re-allocations, the slice, and `bytes()` of the slice.) The size prefix is checked against `max_frame_bytes` as
-    soon as its 4 bytes are in, before the body arrives.
+    The transport reads straight into the buffer: `writable()` is the free space to read into, `advance(n)` counts
+    the `n` bytes a read put there, and `next_frame()` returns each complete frame, without its size prefix, or None
+    until one is complete. So every byte is copied once after the kernel's copy into the buffer: when its frame is
+    returned as `bytes`. (Reads kept as separate `bytes` objects, or appended to a growing buffer, cost one to four
+    more copies, and under TLS one Python object per TLS record.)
+
+    Space: the buffer starts at `initial_bytes` and grows only to hold the frame in progress (at most
+    `max_frame_bytes` + 4); it shrinks back once a larger frame has been taken. Consumed bytes are reclaimed when the
+    buffer empties (no copy) or, when free space runs short, by moving the unread bytes to the front (a copy of less
+    than one frame). The buffer never changes size while a view of it may be held by the transport: a larger or
+    smaller buffer is a new `bytearray`, and `writable()` is the only place that replaces or moves anything.
+
+    A size prefix over `max_frame_bytes` (Kafka's `socket.request.max.bytes`) or below zero is a `ProtocolError` from
+    `next_frame` as soon as its 4 bytes are in, before the buffer grows for the body.
     """
 
-    __slots__ = ("_available", "_chunks", "_size", "_start", "max_frame_bytes")
+    __slots__ = ("_buf", "_end", "_initial", "_size", "_start", "_view", "max_frame_bytes")
 
-    def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
+    def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, initial_bytes: int = 64 * 1024) -> None:
         self.max_frame_bytes = max_frame_bytes
-        self._chunks: deque[bytes] = deque()
-        self._start = 0  # bytes of `_chunks[0]` already taken
-        self._available = 0  # bytes in `_chunks` not yet taken
-        self._size: int | None = None  # the size of the frame in progress, once its prefix is taken
-
-    def feed(self, data: bytes) -> None:
-        if data:
-            self._chunks.append(data)
-            self._available += len(data)
+        self._initial = initial_bytes
+        self._buf = bytearray(initial_bytes)
+        self._view = memoryview(self._buf)
+        self._start = 0  # the first byte not yet taken
+        self._end = 0  # one past the last byte read
+        self._size = -1  # the body size of the frame at `_start`, once its prefix is in and valid; -1 until then
 
     @property
     def buffered(self) -> int:
-        """Bytes received and not yet returned as a frame (a taken size prefix counts until its frame is returned)."""
-        return self._available + (_SIZE.size if self._size is not None else 0)
+        """Bytes read and not yet returned as a frame."""
+        return self._end - self._start
 
-    def bytes_wanted(self) -> int:
-        """How many more bytes complete the next frame (at least 1): a good size for the next read."""
-        if self._size is None:
-            return max(1, _SIZE.size - self._available)
-        return max(1, self._size - self._available)
+    @property
+    def capacity(self) -> int:
+        """The buffer's size now (for tests and memory accounting)."""
+        return len(self._buf)
+
+    def writable(self) -> memoryview:
+        """The free space to read into next: room for the rest of the frame in progress, and at least
+        `_MIN_READ_ROOM` bytes."""
+        start, end = self._start, self._end
+        if start == end and start:
+            self._start = self._end = start = end = 0
+        pending = end - start
+        wanted = self._size + _SIZE.size - pending if self._size >= 0 else 0
+        room = max(wanted, _MIN_READ_ROOM)
+        capacity = len(self._buf)
+        if capacity - end < room or (capacity > self._initial and pending + room <= self._initial):
+            if pending + room <= capacity and capacity <= self._initial:  # moved to the front, never resized
+                unread = self._view[start:end]
+                self._buf[:pending] = unread if start >= pending else unread.tobytes()  # overlapping: via a copy
+            else:
+                buf = bytearray(max(self._initial, pending + room))
+                buf[:pending] = self._view[start:end]
+                self._buf, self._view = buf, memoryview(buf)
+            self._start, self._end = 0, pending
+            end = pending
+        return self._view[end:]
+
+    def advance(self, count: int) -> bool:
+        """Count `count` bytes just read into `writable()`; True when a frame is complete (or its prefix is invalid,
+        which `next_frame` then raises)."""
+        self._end += count
+        available = self._end - self._start
+        if self._size < 0:
+            if available < _SIZE.size:
+                return False
+            (size,) = _SIZE.unpack_from(self._buf, self._start)
+            if size < 0 or size > self.max_frame_bytes:
+                return True
+            self._size = size
+        return available >= self._size + _SIZE.size
 
     def next_frame(self) -> bytes | None:
-        """The next complete frame without its size prefix, or None until more bytes are fed."""
-        if self._size is None:
-            if self._available < _SIZE.size:
+        """The next complete frame without its size prefix, or None until more bytes are read."""
+        start = self._start
+        available = self._end - start
+        size = self._size
+        if size < 0:
+            if available < _SIZE.size:
                 return None
-            (size,) = _SIZE.unpack(self._take(_SIZE.size))
+            (size,) = _SIZE.unpack_from(self._buf, start)
             if size < 0 or size > self.max_frame_bytes:
                 raise ProtocolError(f"frame size {size} outside [0, {self.max_frame_bytes}] (socket.request.max.bytes)")
+        if available < size + _SIZE.size:
             self._size = size
-        if self._available < self._size:
             return None
-        frame = self._take(self._size)
-        self._size = None
-        return frame
-
-    def _take(self, count: int) -> bytes:
-        """The next `count` bytes (all fed already), copied at most once."""
-        if not count:
-            return b""
-        self._available -= count
-        chunks, start = self._chunks, self._start
-        first = chunks[0]
-        if len(first) - start > count:
-            self._start = start + count
-            return first[start : start + count]
-        if len(first) - start == count:
-            chunks.popleft()
-            self._start = 0
-            return first if start == 0 else first[start:]
-        pieces: list[bytes | memoryview] = [memoryview(first)[start:]]
-        needed = count - (len(first) - start)
-        chunks.popleft()
-        while needed:
-            chunk = chunks[0]
-            if len(chunk) <= needed:
-                pieces.append(chunks.popleft())
-                needed -= len(chunk)
-            else:
-                pieces.append(memoryview(chunk)[:needed])
-                self._start = needed
-                break
-        else:
-            self._start = 0
-        return b"".join(pieces)
+        body = start + _SIZE.size
+        self._start = body + size
+        self._size = -1
+        return bytes(self._view[body : body + size])
 
 
 class RequestHeader(NamedTuple):

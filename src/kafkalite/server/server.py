@@ -1,9 +1,11 @@
 """The asyncio TCP server: a listener and one coroutine per connection.
 
-Per connection: read bytes into a `FrameDecoder`, and for each complete frame decode → handler → encode → write, one
+Per connection: the event loop reads into the connection's `frame_stream.FrameStream` (a buffered protocol that
+splits frames), and for each complete frame the connection's coroutine does decode → handler → encode → write, one
 request at a time, so responses leave in request order (as Kafka does; clients pipeline, and the kernel's socket
-buffer holds what they send ahead). Reads are sized to the frame in progress, so an idle connection holds no buffer
-beyond its stream, and a client that stops reading blocks its own loop at `drain()` instead of growing our memory.
+buffer holds what they send ahead). The receive buffer grows only for the frame in progress, reading pauses while
+complete frames wait, and a client that stops reading blocks its own loop at `drain()` instead of growing our
+memory.
 
 Pipelined durability, the one place KafkaLite deliberately differs from "one request at a time": a handler may
 answer `AfterDurable` (Produce with acks=-1 does), meaning "my state change is made, my answer waits for an fsync".
@@ -61,13 +63,14 @@ from typing import TYPE_CHECKING, Final
 
 from kafkalite.errors import AuthenticationError, ProtocolError
 from kafkalite.logs import RateLimitedWarnings
-from kafkalite.protocol.wire import DEFAULT_MAX_FRAME_BYTES, FrameDecoder
+from kafkalite.protocol.wire import DEFAULT_MAX_FRAME_BYTES
 from kafkalite.security.service import Security
 from kafkalite.security.session import Session
 from kafkalite.security.settings import Listener, SecurityProtocol, SecuritySettings
 from kafkalite.security.tls import TlsContextSource
 from kafkalite.server import handlers  # noqa: F401  (importing the package registers every handler)
 from kafkalite.server.dispatch import Answer, ServerInfo, dispatch, failed_authentication
+from kafkalite.server.frame_stream import FrameStream
 from kafkalite.server.tls_accept import HANDSHAKE_WARNINGS_PER_MINUTE, TlsListener
 from kafkalite.server.zero_copy import FrameSender, SplicedFrame
 
@@ -76,25 +79,24 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kafkalite.server")
 
-_READ_CHUNK = 64 * 1024
 MAX_PENDING_RESPONSES = 256  # answers queued per connection before the loop stops reading (pipelined durability)
 MAX_PENDING_BYTES = 32 * 1024 * 1024  # ... or bytes of them (Fetch answers can be large)
 _COALESCE_MAX = 64  # ready answers collected before they are written without waiting for the loop to yield
-_COALESCE_MAX_BYTES = _READ_CHUNK  # ... or bytes of them: a big answer goes out before `drain()` so it counts there
+_COALESCE_MAX_BYTES = 64 * 1024  # ... or bytes of them: a big answer goes out before `drain()` so it counts there
 _TLS_HANDSHAKE_TIMEOUT_S: Final = 10.0
 
 
 class _Connection:
-    """One client connection; `busy` while a request is being served; `last_active`: loop time of its last read."""
+    """One client connection; `busy` while a request is being served; `stream.last_read`: when it last sent bytes."""
 
-    __slots__ = ("busy", "host", "last_active", "peer", "task")
+    __slots__ = ("busy", "host", "peer", "stream", "task")
 
-    def __init__(self, host: str, port: int, task: asyncio.Task[None]) -> None:
+    def __init__(self, host: str, port: int, task: asyncio.Task[None], stream: FrameStream) -> None:
         self.host = host
         self.peer = f"{host}:{port}"
         self.task = task
+        self.stream = stream
         self.busy = False
-        self.last_active = asyncio.get_running_loop().time()
 
 
 class _OrderedResponses:
@@ -117,7 +119,7 @@ class _OrderedResponses:
         "_writer",
     )
 
-    def __init__(self, writer: asyncio.StreamWriter, *, sendfile: bool) -> None:
+    def __init__(self, writer: FrameStream, *, sendfile: bool) -> None:
         self._writer = writer
         self._sender = FrameSender(writer, sendfile=sendfile)  # zero-copy Fetch answers (`sendfile` off for TLS)
         self._loop = asyncio.get_running_loop()
@@ -333,17 +335,20 @@ class KafkaServer:
     async def start(self) -> None:
         """Bind every listener and start accepting; with port 0 the kernel picks a free port (see `.listeners`)."""
         try:
+            loop = asyncio.get_running_loop()
             for bound in self._bound:
                 connected = functools.partial(self._accept, bound)
                 if bound.tls is None:
-                    bound.server = await asyncio.start_server(
-                        connected, bound.listener.host or None, bound.port, limit=_READ_CHUNK
+                    bound.server = await loop.create_server(
+                        functools.partial(FrameStream, self.max_frame_bytes, functools.partial(self._connected, bound)),
+                        bound.listener.host or None,
+                        bound.port,
                     )
                 else:
                     bound.server = TlsListener(
                         bound.tls,
                         connected,
-                        limit=_READ_CHUNK,
+                        new_stream=functools.partial(FrameStream, self.max_frame_bytes),
                         handshake_timeout_s=_TLS_HANDSHAKE_TIMEOUT_S,
                         warnings=self._tls_warnings,
                     )
@@ -418,7 +423,7 @@ class KafkaServer:
             await asyncio.sleep(min(max(idle_s / 4, 0.05), 5.0))
             deadline = loop.time() - idle_s
             for connection in list(self._connections):
-                if not connection.busy and connection.last_active < deadline:
+                if not connection.busy and connection.stream.last_read < deadline:
                     log.debug("Closing connection from %s idle for over %.0f ms", connection.peer, idle_s * 1000)
                     connection.task.cancel()
 
@@ -432,35 +437,39 @@ class KafkaServer:
             return f"max.connections.per.ip={limit} reached for {host}"
         return None
 
-    async def _accept(self, bound: _Bound, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        host, port = writer.get_extra_info("peername", ("?", 0))[:2]
+    def _connected(self, bound: _Bound, stream: FrameStream) -> None:
+        """A plaintext connection is made: serve it in a task of its own."""
+        stream.task = asyncio.get_running_loop().create_task(self._accept(bound, stream))
+
+    async def _accept(self, bound: _Bound, stream: FrameStream) -> None:
+        host, port = stream.get_extra_info("peername", ("?", 0))[:2]
         task = asyncio.current_task()
         assert task is not None
-        connection = _Connection(host, port, task)
+        connection = _Connection(host, port, task, stream)
         peer = connection.peer
         refusal = "the server is closing" if self._closing else self._admit(host)
         if refusal is not None:
             log.warning("Refusing connection from %s: %s", peer, refusal)
-            writer.close()
+            stream.close()
             return
         self._connections.add(connection)
         stats = self.broker.stats.requests
         stats.connections_open += 1
         stats.connections_total += 1
         self._per_host[host] += 1
-        sock = writer.get_extra_info("socket")
+        sock = stream.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         try:
-            peercert = writer.get_extra_info("peercert") if bound.tls is not None else None
+            peercert = stream.get_extra_info("peercert") if bound.tls is not None else None
             session = self.security.session(bound.listener.protocol, host, peercert)
             session.peer = peer
-            await self._serve(connection, bound, session, reader, writer)
+            await self._serve(connection, bound, session, stream)
         except ProtocolError as e:
             log.warning("Closing connection from %s: %s", peer, e)
         except ssl.SSLError as e:
             log.warning("Closing connection from %s: TLS error (%s)", peer, e.reason or e)
-        except (ConnectionError, asyncio.IncompleteReadError, TimeoutError):
+        except (ConnectionError, TimeoutError):
             log.debug("Connection from %s dropped", peer)
         except asyncio.CancelledError:
             pass
@@ -473,36 +482,30 @@ class KafkaServer:
             self._per_host[host] -= 1
             if not self._per_host[host]:
                 del self._per_host[host]
-            writer.close()
+            stream.close()
             with contextlib.suppress(Exception):
-                await writer.wait_closed()
+                await stream.wait_closed()
 
     async def _serve(
         self,
         connection: _Connection,
         bound: _Bound,
         session: Session,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
+        stream: FrameStream,
     ) -> None:
         sasl = bound.listener.protocol.uses_sasl
-        decoder = FrameDecoder(session.max_frame_bytes(self.max_frame_bytes))
-        responses = _OrderedResponses(writer, sendfile=bound.tls is None)
+        stream.max_frame_bytes = session.max_frame_bytes(self.max_frame_bytes)
+        responses = _OrderedResponses(stream, sendfile=bound.tls is None)
         loop = asyncio.get_running_loop()
         try:
             while not self._closing:
-                frame = decoder.next_frame()
+                frame = await stream.next_frame()
                 if frame is None:
-                    data = await reader.read(max(_READ_CHUNK, decoder.bytes_wanted()))
-                    if not data:
-                        if decoder.buffered:
-                            log.debug(
-                                "Connection from %s closed mid-frame (%d bytes)", connection.peer, decoder.buffered
-                            )
-                        return
-                    connection.last_active = loop.time()
-                    decoder.feed(data)
-                    continue
+                    if stream.frames.buffered:
+                        log.debug(
+                            "Connection from %s closed mid-frame (%d bytes)", connection.peer, stream.frames.buffered
+                        )
+                    return
                 if session.muted_until and (wait := session.muted_until - loop.time()) > 0:
                     await asyncio.sleep(wait)  # throttled by a quota: the client's next request waits (KIP-219)
                 connection.busy = True
@@ -518,7 +521,7 @@ class KafkaServer:
                 if session.close_after_answer:
                     return
                 if sasl:
-                    decoder.max_frame_bytes = session.max_frame_bytes(self.max_frame_bytes)
+                    stream.max_frame_bytes = session.max_frame_bytes(self.max_frame_bytes)
         finally:
             await responses.close()
 

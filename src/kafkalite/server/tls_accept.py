@@ -11,10 +11,11 @@ or raises its reason. A failure is one WARNING line with the peer address and th
 `HTTP_REQUEST`, `WRONG_VERSION_NUMBER`, `CERTIFICATE_VERIFY_FAILED`), through `RateLimitedWarnings`, so a scanner
 opening thousands of connections cannot flood the log.
 
-A handshake that succeeds hands a `StreamReader`/`StreamWriter` pair over the TLS transport to `connected`, exactly
-as `start_server` would. Invariants: one accept task per listener; handshakes under way are tasks in `handshakes`
-(each then serves its connection); `close()` stops accepting and closes the listening socket, `wait_closed()` waits
-for the accept task only (the server waits for its connections itself).
+A handshake that succeeds hands the connection's `FrameStream` (the protocol the TLS transport reads into, built by
+`new_stream`) to `connected`, in the handshake's task, which then serves the connection. Invariants: one accept
+task per listener; handshakes under way are tasks in `handshakes` (each then serves its connection); `close()`
+stops accepting and closes the listening socket, `wait_closed()` waits for the accept task only (the server waits for
+its connections itself).
 """
 
 from __future__ import annotations
@@ -29,10 +30,11 @@ from typing import Any, Final
 
 from kafkalite.logs import RateLimitedWarnings
 from kafkalite.security.tls import TlsContextSource
+from kafkalite.server.frame_stream import FrameStream
 
 log = logging.getLogger("kafkalite.server")
 
-Connected = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+Connected = Callable[[FrameStream], Awaitable[None]]
 
 HANDSHAKE_WARNINGS_PER_MINUTE: Final = 20
 _BACKLOG: Final = 100  # asyncio's default for start_server
@@ -59,13 +61,13 @@ class TlsListener:
         source: TlsContextSource,
         connected: Connected,
         *,
-        limit: int,
+        new_stream: Callable[[], FrameStream],
         handshake_timeout_s: float,
         warnings: RateLimitedWarnings,
     ) -> None:
         self.source = source
         self.connected = connected
-        self.limit = limit
+        self.new_stream = new_stream
         self.handshake_timeout_s = handshake_timeout_s
         self.warnings = warnings
         self.handshakes: set[asyncio.Task[None]] = set()
@@ -102,12 +104,11 @@ class TlsListener:
     async def _handshake(self, conn: socket.socket, peer: tuple[Any, ...]) -> None:
         """Shake hands on a just-accepted socket; serve the connection, or log why the handshake failed."""
         loop = asyncio.get_running_loop()
-        reader = asyncio.StreamReader(limit=self.limit, loop=loop)
-        protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
+        stream = self.new_stream()
         try:
-            transport, _ = await asyncio.wait_for(
+            await asyncio.wait_for(
                 loop.connect_accepted_socket(
-                    lambda: protocol,
+                    lambda: stream,
                     conn,
                     ssl=self.source.server_context,
                     ssl_handshake_timeout=self.handshake_timeout_s,
@@ -124,8 +125,8 @@ class TlsListener:
                 "TLS handshake with %s:%s failed: %s", peer[0], peer[1], handshake_failure_reason(exc)
             )
             return
-        writer = asyncio.StreamWriter(transport, protocol, reader, loop)
-        await self.connected(reader, writer)
+        stream.task = asyncio.current_task()
+        await self.connected(stream)
 
     def close(self) -> None:
         """Stop accepting; connections already made carry on."""

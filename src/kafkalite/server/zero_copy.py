@@ -25,14 +25,16 @@ finalizer as the last resort.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import struct
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkalite.protocol.wire import encode_unsigned_varint
 from kafkalite.storage import FileRecords
+
+if TYPE_CHECKING:
+    from kafkalite.server.frame_stream import FrameStream
 
 _TOKEN_BYTES = 16
 _INT32 = struct.Struct(">i")
@@ -123,7 +125,7 @@ class FrameSender:
 
     __slots__ = ("_socket_fd", "_writer")
 
-    def __init__(self, writer: asyncio.StreamWriter, *, sendfile: bool) -> None:
+    def __init__(self, writer: FrameStream, *, sendfile: bool) -> None:
         self._writer = writer
         sock = writer.get_extra_info("socket") if sendfile else None
         self._socket_fd: int | None = None if sock is None else sock.fileno()
