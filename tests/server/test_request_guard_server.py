@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from kafkalite.server.server import REFUSAL_WARNINGS_PER_MINUTE
+
 pytestmark = pytest.mark.timeout(30)
 
 
@@ -40,3 +42,17 @@ async def test_huge_count_closes_only_that_connection(
     ).throttle_time is not None
     fresh = await connect()
     assert (await fresh.request(18, 3, client_software_name="t", client_software_version="1")).error_code == 0
+
+
+async def test_a_flood_of_bad_frames_writes_a_bounded_number_of_log_lines(
+    connect: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="kafkalite.server"):
+        for _ in range(REFUSAL_WARNINGS_PER_MINUTE + 40):
+            offender = await connect()
+            await offender.send_raw(struct.pack(">ihhi", 8, 9999, 0, 1))  # an API key that does not exist
+            assert await offender.is_closed_by_server()
+    closing = [r for r in caplog.records if r.getMessage().startswith("Closing connection from")]
+    assert len(closing) == REFUSAL_WARNINGS_PER_MINUTE  # the rest are counted, and the count goes out with the next
+    bystander = await connect()
+    assert (await bystander.request(18, 3, client_software_name="t", client_software_version="1")).error_code == 0

@@ -41,7 +41,10 @@ rate-limited). `max.connections` and the per-IP limits refuse a connection at ac
 idle ones (a sweeper task); a quota-throttled connection reads nothing until its mute ends (KIP-219).
 
 Any exception from a frame (oversized, undecodable, unknown API key, unsupported version) or from a handler closes
-that one connection with a log line; the listener and every other connection carry on.
+that one connection with a log line; the listener and every other connection carry on. The lines for bad input and
+for connections refused at accept are rate-limited (`REFUSAL_WARNINGS_PER_MINUTE`, then a count of those left out),
+since anyone who can reach the port can cause them; a handler's unexpected error is always logged, with its
+traceback.
 
 `close()` stops accepting, cancels idle connections, lets busy ones finish the request they are serving (up to
 `shutdown_grace_s`, then they are cancelled too) and waits for all of them to be gone. A connection leaving, for
@@ -84,6 +87,7 @@ MAX_PENDING_BYTES = 32 * 1024 * 1024  # ... or bytes of them (Fetch answers can 
 _COALESCE_MAX = 64  # ready answers collected before they are written without waiting for the loop to yield
 _COALESCE_MAX_BYTES = 64 * 1024  # ... or bytes of them: a big answer goes out before `drain()` so it counts there
 _TLS_HANDSHAKE_TIMEOUT_S: Final = 10.0
+REFUSAL_WARNINGS_PER_MINUTE: Final = 60  # lines for connections closed over bad input or refused at accept
 
 
 class _Connection:
@@ -282,6 +286,7 @@ class KafkaServer:
         self._closing = False
         self._sweeper: asyncio.Task[None] | None = None
         self._tls_warnings = RateLimitedWarnings(log, burst=HANDSHAKE_WARNINGS_PER_MINUTE, period_s=60.0)
+        self._refusal_warnings = RateLimitedWarnings(log, burst=REFUSAL_WARNINGS_PER_MINUTE, period_s=60.0)
 
     @property
     def host(self) -> str:
@@ -449,7 +454,7 @@ class KafkaServer:
         peer = connection.peer
         refusal = "the server is closing" if self._closing else self._admit(host)
         if refusal is not None:
-            log.warning("Refusing connection from %s: %s", peer, refusal)
+            self._refusal_warnings.warning("Refusing connection from %s: %s", peer, refusal)
             stream.close()
             return
         self._connections.add(connection)
@@ -466,9 +471,9 @@ class KafkaServer:
             session.peer = peer
             await self._serve(connection, bound, session, stream)
         except ProtocolError as e:
-            log.warning("Closing connection from %s: %s", peer, e)
+            self._refusal_warnings.warning("Closing connection from %s: %s", peer, e)
         except ssl.SSLError as e:
-            log.warning("Closing connection from %s: TLS error (%s)", peer, e.reason or e)
+            self._refusal_warnings.warning("Closing connection from %s: TLS error (%s)", peer, e.reason or e)
         except (ConnectionError, TimeoutError):
             log.debug("Connection from %s dropped", peer)
         except asyncio.CancelledError:
