@@ -123,6 +123,21 @@ def test_the_buffer_grows_for_a_large_frame_and_shrinks_after_it() -> None:
     assert frames.capacity == 64 * 1024
 
 
+def test_release_gives_the_memory_back_only_while_nothing_is_buffered() -> None:
+    frames = FrameBuffer(initial_bytes=64 * 1024)
+    read_into(frames, framed(b"one") + framed(b"two")[:3])
+    assert frames.next_frame() == b"one"
+    assert not frames.release()  # a partial frame is buffered: kept
+    read_into(frames, framed(b"two")[3:])
+    assert frames.next_frame() == b"two"
+    assert frames.release()
+    assert frames.capacity == 0
+    assert not frames.release()
+    read_into(frames, framed(b"three"))  # the next read allocates it again
+    assert frames.capacity == 64 * 1024
+    assert frames.next_frame() == b"three"
+
+
 def test_the_space_offered_covers_the_rest_of_the_frame_in_progress() -> None:
     frames = FrameBuffer(initial_bytes=64 * 1024)
     assert not read_into(frames, struct.pack(">i", 500_000) + b"x" * 10)

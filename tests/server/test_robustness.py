@@ -108,3 +108,21 @@ async def test_many_idle_connections(connect: Any, server: KafkaServer) -> None:
     assert response.error_code == 0
     await server.close()  # idle connections are cancelled at once
     assert await clients[-1].is_closed_by_server()
+
+
+@pytest.fixture
+def quick_buffer_release(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("kafkalite.server.server.BUFFER_RELEASE_IDLE_S", 0.1)
+
+
+async def test_a_quiet_connection_gives_its_receive_buffer_back_and_is_served_after(
+    quick_buffer_release: None, server: KafkaServer, connect: Any
+) -> None:
+    client = await connect()
+    assert (await client.request(18, 3, client_software_name="t", client_software_version="1")).error_code == 0
+    (connection,) = server._connections
+    assert connection.stream.frames.capacity > 0
+    async with asyncio.timeout(5):
+        while connection.stream.frames.capacity:
+            await asyncio.sleep(0.05)
+    assert (await client.request(18, 3, client_software_name="t", client_software_version="1")).error_code == 0

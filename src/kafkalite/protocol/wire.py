@@ -113,7 +113,8 @@ class FrameBuffer:
     more copies, and under TLS one Python object per TLS record.)
 
     Space: the buffer starts at `initial_bytes` and grows only to hold the frame in progress (at most
-    `max_frame_bytes` + 4); it shrinks back once a larger frame has been taken. Consumed bytes are reclaimed when the
+    `max_frame_bytes` + 4); it shrinks back once a larger frame has been taken, and `release()` gives it all back
+    while nothing is buffered (an idle connection). Consumed bytes are reclaimed when the
     buffer empties (no copy) or, when free space runs short, by moving the unread bytes to the front (a copy of less
     than one frame). The buffer never changes size while a view of it may be held by the transport: a larger or
     smaller buffer is a new `bytearray`, and `writable()` is the only place that replaces or moves anything.
@@ -143,6 +144,16 @@ class FrameBuffer:
         """The buffer's size now (for tests and memory accounting)."""
         return len(self._buf)
 
+    def release(self) -> bool:
+        """Give the buffer's memory back while nothing is buffered (an idle connection holds none); the next
+        `writable()` allocates it again. True when memory was released."""
+        if self._end != self._start or not len(self._buf):
+            return False
+        self._buf = bytearray()
+        self._view = memoryview(self._buf)
+        self._start = self._end = 0
+        return True
+
     def writable(self) -> memoryview:
         """The free space to read into next: room for the rest of the frame in progress, and at least
         `_MIN_READ_ROOM` bytes."""
@@ -153,7 +164,7 @@ class FrameBuffer:
         wanted = self._size + _SIZE.size - pending if self._size >= 0 else 0
         room = max(wanted, _MIN_READ_ROOM)
         capacity = len(self._buf)
-        if capacity - end < room or (capacity > self._initial and pending + room <= self._initial):
+        if capacity - end < room or capacity > self._initial >= pending + room:
             if pending + room <= capacity and capacity <= self._initial:  # moved to the front, never resized
                 unread = self._view[start:end]
                 self._buf[:pending] = unread if start >= pending else unread.tobytes()  # overlapping: via a copy

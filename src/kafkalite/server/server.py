@@ -38,7 +38,8 @@ connection gets a `security.Session`: on SASL listeners it is unauthenticated un
 succeed (or raw tokens after a v0 handshake, handled here in `_raw_token`), frames are capped at
 `sasl.server.max.receive.size` until then, and a refused login closes the connection after its answer (and is logged,
 rate-limited). `max.connections` and the per-IP limits refuse a connection at accept; `connections.max.idle.ms` closes
-idle ones (a sweeper task); a quota-throttled connection reads nothing until its mute ends (KIP-219).
+idle ones (a sweeper task, which also takes back the receive buffer of a connection quiet for 5 s); a quota-throttled
+connection reads nothing until its mute ends (KIP-219).
 
 Any exception from a frame (oversized, undecodable, unknown API key, unsupported version) or from a handler closes
 that one connection with a log line; the listener and every other connection carry on. The lines for bad input and
@@ -87,6 +88,7 @@ MAX_PENDING_BYTES = 32 * 1024 * 1024  # ... or bytes of them (Fetch answers can 
 _COALESCE_MAX = 64  # ready answers collected before they are written without waiting for the loop to yield
 _COALESCE_MAX_BYTES = 64 * 1024  # ... or bytes of them: a big answer goes out before `drain()` so it counts there
 _TLS_HANDSHAKE_TIMEOUT_S: Final = 10.0
+BUFFER_RELEASE_IDLE_S: Final = 5.0  # a connection quiet this long gives its receive buffer back
 REFUSAL_WARNINGS_PER_MINUTE: Final = 60  # lines for connections closed over bad input or refused at accept
 
 
@@ -376,8 +378,7 @@ class KafkaServer:
         for bound in self._bound:  # every listener's port is known now: each describes all of them as bound
             bound.info = self._server_info(bound)
         idle_ms = self.security.settings.connections_max_idle_ms
-        if idle_ms > 0:
-            self._sweeper = asyncio.get_running_loop().create_task(self._close_idle(idle_ms / 1000))
+        self._sweeper = asyncio.get_running_loop().create_task(self._sweep(idle_ms / 1000 if idle_ms > 0 else None))
 
     async def serve_forever(self) -> None:
         if self._bound[0].server is None:
@@ -421,16 +422,24 @@ class KafkaServer:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 
-    async def _close_idle(self, idle_s: float) -> None:
-        """connections.max.idle.ms: close connections that neither sent a request nor wait for an answer."""
+    async def _sweep(self, idle_s: float | None) -> None:
+        """Every so often: give back the receive buffers of connections quiet for `BUFFER_RELEASE_IDLE_S`, and
+        (connections.max.idle.ms, `idle_s`; None: never) close connections that neither sent a request nor wait
+        for an answer for `idle_s`."""
         loop = asyncio.get_running_loop()
+        every = BUFFER_RELEASE_IDLE_S if idle_s is None else min(max(idle_s / 4, 0.05), BUFFER_RELEASE_IDLE_S)
         while True:
-            await asyncio.sleep(min(max(idle_s / 4, 0.05), 5.0))
-            deadline = loop.time() - idle_s
+            await asyncio.sleep(every)
+            now = loop.time()
             for connection in list(self._connections):
-                if not connection.busy and connection.stream.last_read < deadline:
+                if connection.busy:
+                    continue
+                quiet_s = now - connection.stream.last_read
+                if idle_s is not None and quiet_s > idle_s:
                     log.debug("Closing connection from %s idle for over %.0f ms", connection.peer, idle_s * 1000)
                     connection.task.cancel()
+                elif quiet_s > BUFFER_RELEASE_IDLE_S:
+                    connection.stream.frames.release()
 
     def _admit(self, host: str) -> str | None:
         """Why a new connection from `host` is refused (max.connections, max.connections.per.ip), or None."""
