@@ -111,16 +111,19 @@ def test_unread_bytes_are_moved_to_the_front_intact(first_body: int, second_body
     assert drain(frames) == [second]
 
 
-def test_the_buffer_grows_for_a_large_frame_and_shrinks_after_it() -> None:
+@pytest.mark.parametrize(("frame_bytes", "kept"), [(1_000_000, True), (9_000_000, False)], ids=["1-MB", "9-MB"])
+def test_the_buffer_grows_for_a_large_frame_and_keeps_it_up_to_8_mib(frame_bytes: int, kept: bool) -> None:
     frames = FrameBuffer(initial_bytes=64 * 1024)
-    large = b"L" * 1_000_000
+    large = b"L" * frame_bytes
     read_into(frames, framed(large) + framed(b"next")[:2])
-    assert frames.capacity >= 1_000_004
+    assert frames.capacity >= frame_bytes + 4
     assert drain(frames) == [large]
     read_into(frames, framed(b"next")[2:])
     assert drain(frames) == [b"next"]
     frames.writable()
-    assert frames.capacity == 64 * 1024
+    assert (frames.capacity >= frame_bytes + 4) if kept else (frames.capacity == 64 * 1024)
+    assert frames.release()
+    assert frames.capacity == 0
 
 
 def test_release_gives_the_memory_back_only_while_nothing_is_buffered() -> None:

@@ -43,6 +43,7 @@ UNSUPPORTED_VERSION: Final = 35
 
 _SIZE = struct.Struct(">i")
 _MIN_READ_ROOM: Final = 16 * 1024  # the smallest free space a read is offered: fewer, larger reads
+_KEEP_BYTES: Final = 8 * 1024 * 1024  # a receive buffer grown up to this size is kept for the next large frame
 _API = struct.Struct(">hhi")  # api_key, api_version, correlation_id: the first 8 bytes of every request header
 
 
@@ -113,8 +114,10 @@ class FrameBuffer:
     more copies, and under TLS one Python object per TLS record.)
 
     Space: the buffer starts at `initial_bytes` and grows only to hold the frame in progress (at most
-    `max_frame_bytes` + 4); it shrinks back once a larger frame has been taken, and `release()` gives it all back
-    while nothing is buffered (an idle connection). Consumed bytes are reclaimed when the
+    `max_frame_bytes` + 4). A buffer grown up to `_KEEP_BYTES` is kept for the next large frame (a producer's
+    requests are often each a megabyte: allocating and freeing one per request costs page faults on every byte);
+    a larger one shrinks back once its frame has been taken; `release()` gives it all back while nothing is
+    buffered (the server calls it for a quiet connection). Consumed bytes are reclaimed when the
     buffer empties (no copy) or, when free space runs short, by moving the unread bytes to the front (a copy of less
     than one frame). The buffer never changes size while a view of it may be held by the transport: a larger or
     smaller buffer is a new `bytearray`, and `writable()` is the only place that replaces or moves anything.
@@ -164,8 +167,8 @@ class FrameBuffer:
         wanted = self._size + _SIZE.size - pending if self._size >= 0 else 0
         room = max(wanted, _MIN_READ_ROOM)
         capacity = len(self._buf)
-        if capacity - end < room or capacity > self._initial >= pending + room:
-            if pending + room <= capacity and capacity <= self._initial:  # moved to the front, never resized
+        if capacity - end < room or (capacity > _KEEP_BYTES and pending + room <= self._initial):
+            if pending + room <= capacity <= _KEEP_BYTES:  # moved to the front, never resized
                 unread = self._view[start:end]
                 self._buf[:pending] = unread if start >= pending else unread.tobytes()  # overlapping: via a copy
             else:
