@@ -177,3 +177,19 @@ def test_drain_raises_once_the_peer_is_gone(run: Callable[..., None]) -> None:
             await stream.wait_closed()
 
     run(test)
+
+
+def test_linger_ends_when_the_peer_closes_or_at_the_bound(run: Callable[..., None]) -> None:
+    async def test() -> None:
+        loop = asyncio.get_running_loop()
+        async with one_connection() as (stream, client):
+            began = loop.time()
+            await stream.linger(0.2)  # the peer stays: the bound ends it
+            assert loop.time() - began >= 0.19
+            closer = loop.call_later(0.05, client.shutdown, socket.SHUT_WR)
+            began = loop.time()
+            await stream.linger(10)  # the peer closes its side: over at once
+            assert loop.time() - began < 5
+            closer.cancel()
+
+    run(test)

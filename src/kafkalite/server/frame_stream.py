@@ -134,6 +134,21 @@ class FrameStream(asyncio.BufferedProtocol):
             frame = frames.next_frame()
         return frame
 
+    async def linger(self, seconds: float) -> None:
+        """Wait until the peer ends the stream or the connection is lost, at most `seconds`; what it sends meanwhile
+        stays unread. For a connection closed after an answer (a refused login): some clients read an answer and the
+        end of the stream that arrive together as a lost connection and drop the answer, so the peer, having read
+        it, is given the chance to close first."""
+        deadline = self._loop.time() + seconds
+        while not self._ended and (left := deadline - self._loop.time()) > 0:
+            self._frame_waiter = waiter = self._loop.create_future()
+            try:
+                await asyncio.wait_for(waiter, left)
+            except TimeoutError:
+                return
+            finally:
+                self._frame_waiter = None
+
     def write(self, data: bytes) -> None:
         self.transport.write(data)
 

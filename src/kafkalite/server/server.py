@@ -37,9 +37,10 @@ handshake is logged with the peer and the reason (rate-limited); the certificate
 connection gets a `security.Session`: on SASL listeners it is unauthenticated until SaslHandshake/SaslAuthenticate
 succeed (or raw tokens after a v0 handshake, handled here in `_raw_token`), frames are capped at
 `sasl.server.max.receive.size` until then, and a refused login closes the connection after its answer (and is logged,
-rate-limited). `max.connections` and the per-IP limits refuse a connection at accept; `connections.max.idle.ms` closes
-idle ones (a sweeper task, which also takes back the receive buffer of a connection quiet for 5 s); a quota-throttled
-connection reads nothing until its mute ends (KIP-219).
+rate-limited), once the peer has closed its side or `CLOSE_LINGER_S` has passed. `max.connections` and the per-IP
+limits refuse a connection at accept; `connections.max.idle.ms` closes idle ones (a sweeper task, which also takes
+back the receive buffer of a connection quiet for 5 s); a quota-throttled connection reads nothing until its mute
+ends (KIP-219).
 
 Any exception from a frame (oversized, undecodable, unknown API key, unsupported version) or from a handler closes
 that one connection with a log line; the listener and every other connection carry on. The lines for bad input and
@@ -88,6 +89,7 @@ MAX_PENDING_BYTES = 32 * 1024 * 1024  # ... or bytes of them (Fetch answers can 
 _COALESCE_MAX = 64  # ready answers collected before they are written without waiting for the loop to yield
 _COALESCE_MAX_BYTES = 64 * 1024  # ... or bytes of them: a big answer goes out before `drain()` so it counts there
 _TLS_HANDSHAKE_TIMEOUT_S: Final = 10.0
+CLOSE_LINGER_S: Final = 0.5  # after a refused login's answer, how long the peer may take to close first
 BUFFER_RELEASE_IDLE_S: Final = 5.0  # a connection quiet this long gives its receive buffer back
 REFUSAL_WARNINGS_PER_MINUTE: Final = 60  # lines for connections closed over bad input or refused at accept
 
@@ -511,6 +513,7 @@ class KafkaServer:
         stream.max_frame_bytes = session.max_frame_bytes(self.max_frame_bytes)
         responses = _OrderedResponses(stream, sendfile=bound.tls is None)
         loop = asyncio.get_running_loop()
+        linger = False
         try:
             while not self._closing:
                 frame = await stream.next_frame()
@@ -533,11 +536,14 @@ class KafkaServer:
                     )
                 connection.busy = False
                 if session.close_after_answer:
+                    linger = True
                     return
                 if sasl:
                     stream.max_frame_bytes = session.max_frame_bytes(self.max_frame_bytes)
         finally:
             await responses.close()
+            if linger:  # the refusal is written: let the peer read it and close first
+                await stream.linger(CLOSE_LINGER_S)
 
     async def _raw_token(self, session: Session, token: bytes) -> bytes | None:
         """A SASL token in the legacy framing (after SaslHandshake v0): the challenge, size-prefixed, no header."""
