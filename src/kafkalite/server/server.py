@@ -89,7 +89,7 @@ MAX_PENDING_BYTES = 32 * 1024 * 1024  # ... or bytes of them (Fetch answers can 
 _COALESCE_MAX = 64  # ready answers collected before they are written without waiting for the loop to yield
 _COALESCE_MAX_BYTES = 64 * 1024  # ... or bytes of them: a big answer goes out before `drain()` so it counts there
 _TLS_HANDSHAKE_TIMEOUT_S: Final = 10.0
-CLOSE_LINGER_S: Final = 0.5  # after a refused login's answer, how long the peer may take to close first
+CLOSE_LINGER_S: Final = 0.1  # after a refused login's answer, how long the peer may take to close first
 BUFFER_RELEASE_IDLE_S: Final = 5.0  # a connection quiet this long gives its receive buffer back
 REFUSAL_WARNINGS_PER_MINUTE: Final = 60  # lines for connections closed over bad input or refused at accept
 
