@@ -64,7 +64,9 @@ class GilLender:
         self._thread_id: int | None = None
         self._last_cpu = 0.0
         self._last_wall = 0.0
-        self._handle: asyncio.TimerHandle | None = self._loop.call_later(LEND_EVERY_S, self._tick)
+        self._handle: asyncio.TimerHandle | None = None
+        if hasattr(time, "pthread_getcpuclockid"):  # without a per-thread CPU clock (Windows) nothing is lent
+            self._handle = self._loop.call_later(LEND_EVERY_S, self._tick)
         self.lent = 0  # how many times the loop slept for the cleaner
 
     def thread_started(self) -> None:
@@ -72,7 +74,7 @@ class GilLender:
         self._thread_id = threading.get_ident()
 
     def _tick(self) -> None:
-        if self._cpu_clock is None and self._thread_id is not None and hasattr(time, "pthread_getcpuclockid"):
+        if self._cpu_clock is None and self._thread_id is not None:
             self._cpu_clock = time.pthread_getcpuclockid(self._thread_id)
             self._last_cpu, self._last_wall = time.clock_gettime(self._cpu_clock), time.monotonic()
         elif self._cpu_clock is not None:

@@ -183,34 +183,35 @@ class FrameBuffer:
         """Count `count` bytes just read into `writable()`; True when a frame is complete (or its prefix is invalid,
         which `next_frame` then raises)."""
         self._end += count
-        available = self._end - self._start
-        if self._size < 0:
-            if available < _SIZE.size:
-                return False
-            (size,) = _SIZE.unpack_from(self._buf, self._start)
-            if size < 0 or size > self.max_frame_bytes:
-                return True
-            self._size = size
-        return available >= self._size + _SIZE.size
+        size = self._frame_size()
+        if size is None:
+            return False
+        return not 0 <= size <= self.max_frame_bytes or self.buffered >= size + _SIZE.size
 
     def next_frame(self) -> bytes | None:
         """The next complete frame without its size prefix, or None until more bytes are read."""
-        start = self._start
-        available = self._end - start
-        size = self._size
-        if size < 0:
-            if available < _SIZE.size:
-                return None
-            (size,) = _SIZE.unpack_from(self._buf, start)
-            if size < 0 or size > self.max_frame_bytes:
-                raise ProtocolError(f"frame size {size} outside [0, {self.max_frame_bytes}] (socket.request.max.bytes)")
-        if available < size + _SIZE.size:
-            self._size = size
+        size = self._frame_size()
+        if size is None:
             return None
-        body = start + _SIZE.size
+        if not 0 <= size <= self.max_frame_bytes:
+            raise ProtocolError(f"frame size {size} outside [0, {self.max_frame_bytes}] (socket.request.max.bytes)")
+        if self.buffered < size + _SIZE.size:
+            return None
+        body = self._start + _SIZE.size
         self._start = body + size
         self._size = -1
         return bytes(self._view[body : body + size])
+
+    def _frame_size(self) -> int | None:
+        """The size prefix of the frame at `_start` (None until its 4 bytes are in); a valid one is kept in `_size`."""
+        if self._size >= 0:
+            return self._size
+        if self.buffered < _SIZE.size:
+            return None
+        (size,) = _SIZE.unpack_from(self._buf, self._start)
+        if 0 <= size <= self.max_frame_bytes:
+            self._size = size
+        return int(size)
 
 
 class RequestHeader(NamedTuple):

@@ -93,6 +93,11 @@ class FrameStream(asyncio.BufferedProtocol):
                 waiter.set_result(None)
         self._drain_waiters.clear()
 
+    def _wakeup(self) -> asyncio.Future[None]:
+        """A future that `_wake_reader` completes: when a frame is complete, or the stream ends."""
+        self._frame_waiter = waiter = self._loop.create_future()
+        return waiter
+
     def _wake_reader(self) -> None:
         waiter = self._frame_waiter
         if waiter is not None:
@@ -101,14 +106,6 @@ class FrameStream(asyncio.BufferedProtocol):
                 waiter.set_result(None)
 
     # -- the connection coroutine's side ---------------------------------------------------------------------------
-
-    @property
-    def max_frame_bytes(self) -> int:
-        return self.frames.max_frame_bytes
-
-    @max_frame_bytes.setter
-    def max_frame_bytes(self, value: int) -> None:
-        self.frames.max_frame_bytes = value
 
     async def next_frame(self) -> bytes | None:
         """The next request frame (without its size prefix); None at the end of the stream.
@@ -126,11 +123,7 @@ class FrameStream(asyncio.BufferedProtocol):
                 if self._error is not None:
                     raise self._error
                 return None
-            self._frame_waiter = waiter = self._loop.create_future()
-            try:
-                await waiter
-            finally:
-                self._frame_waiter = None
+            await self._wakeup()
             frame = frames.next_frame()
         return frame
 
@@ -141,13 +134,10 @@ class FrameStream(asyncio.BufferedProtocol):
         it, is given the chance to close first."""
         deadline = self._loop.time() + seconds
         while not self._ended and (left := deadline - self._loop.time()) > 0:
-            self._frame_waiter = waiter = self._loop.create_future()
             try:
-                await asyncio.wait_for(waiter, left)
+                await asyncio.wait_for(self._wakeup(), left)
             except TimeoutError:
                 return
-            finally:
-                self._frame_waiter = None
 
     def write(self, data: bytes) -> None:
         self.transport.write(data)

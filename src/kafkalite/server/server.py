@@ -510,10 +510,9 @@ class KafkaServer:
         stream: FrameStream,
     ) -> None:
         sasl = bound.listener.protocol.uses_sasl
-        stream.max_frame_bytes = session.max_frame_bytes(self.max_frame_bytes)
+        stream.frames.max_frame_bytes = session.max_frame_bytes(self.max_frame_bytes)
         responses = _OrderedResponses(stream, sendfile=bound.tls is None)
         loop = asyncio.get_running_loop()
-        linger = False
         try:
             while not self._closing:
                 frame = await stream.next_frame()
@@ -536,13 +535,12 @@ class KafkaServer:
                     )
                 connection.busy = False
                 if session.close_after_answer:
-                    linger = True
                     return
                 if sasl:
-                    stream.max_frame_bytes = session.max_frame_bytes(self.max_frame_bytes)
+                    stream.frames.max_frame_bytes = session.max_frame_bytes(self.max_frame_bytes)
         finally:
             await responses.close()
-            if linger:  # the refusal is written: let the peer read it and close first
+            if session.close_after_answer:  # the refusal is written: let the peer read it and close first
                 await stream.linger(CLOSE_LINGER_S)
 
     async def _raw_token(self, session: Session, token: bytes) -> bytes | None:
