@@ -8,24 +8,28 @@ DATA   ?= ./data
 
 .PHONY: run test lint typecheck layers unit docs docs-check bench fmt clean
 
-# The stamp files re-run the install whenever pyproject.toml changes. An editable install leaves KafkaLite's own
-# modules uncompiled (pip byte-compiles only what it copies), so each stamp compiles them: the first `kafkalite serve`
-# then starts as fast as every later one (Python recompiles any module edited since).
+# The stamp files re-run the install whenever pyproject.toml, setup.py or a protocol source changes: the install
+# compiles the protocol layer's per-request modules with mypyc, beside their sources (setup.py; when that fails they
+# stay Python). An editable install leaves KafkaLite's own modules uncompiled to bytecode (pip byte-compiles only what
+# it copies), so each stamp compiles them: the first `kafkalite serve` then starts as fast as every later one (Python
+# recompiles any module edited since).
+BUILD_INPUTS := pyproject.toml setup.py $(wildcard src/kafkalite/protocol/*.py src/kafkalite/protocol/records/*.py)
+
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
+$(VENV)/.installed: $(BUILD_INPUTS) | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
 	$(BIN)/python -m compileall -q src >/dev/null
 	touch $@
 
-$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+$(VENV)/.installed-test: $(BUILD_INPUTS) | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test,docs]'
 	$(BIN)/python -m compileall -q src >/dev/null
 	touch $@
 
-$(VENV)/.installed-bench: pyproject.toml | $(BIN)/python
+$(VENV)/.installed-bench: $(BUILD_INPUTS) | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
 	$(BIN)/python -m compileall -q src >/dev/null
 	touch $@
@@ -42,8 +46,8 @@ run: $(VENV)/.installed
 	$(BIN)/kafkalite serve --host $(HOST) --port $(PORT) --data-dir $(DATA)
 
 lint: $(VENV)/.installed-test
-	$(BIN)/ruff check src tests bench docs/hooks examples main.py
-	$(BIN)/ruff format --check src tests bench docs/hooks examples main.py
+	$(BIN)/ruff check src tests bench docs/hooks examples main.py setup.py
+	$(BIN)/ruff format --check src tests bench docs/hooks examples main.py setup.py
 
 typecheck: $(VENV)/.installed-test
 	$(BIN)/mypy
@@ -51,8 +55,11 @@ typecheck: $(VENV)/.installed-test
 layers: $(VENV)/.installed-test
 	$(BIN)/lint-imports
 
+# Every test runs on the build's form of the protocol layer (compiled where a C compiler was found); the protocol and
+# server tests then run again on its pure-Python form, the fallback of a machine without one.
 unit: $(VENV)/.installed-test $(APPS_VENV)/.installed
 	$(BIN)/python -m pytest -q
+	KAFKALITE_PURE_PYTHON=1 $(BIN)/python -m pytest -q tests/protocol tests/server
 
 # The documentation site (mkdocs.yml): `make docs` builds it into site/; `make test` builds it strictly into a
 # scratch directory, so a broken link, a bad reference or a stale generated table fails the suite.
@@ -68,8 +75,10 @@ bench: $(VENV)/.installed-bench
 	$(BIN)/python -m bench
 
 fmt: $(VENV)/.installed-test
-	$(BIN)/ruff format src tests bench docs/hooks examples main.py
-	$(BIN)/ruff check --fix src tests bench docs/hooks examples main.py
+	$(BIN)/ruff format src tests bench docs/hooks examples main.py setup.py
+	$(BIN)/ruff check --fix src tests bench docs/hooks examples main.py setup.py
 
 clean:
 	rm -rf $(VENV) $(APPS_VENV) build site *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
+	find src -name '*.so' -delete
+	rm -f src/kafkalite/protocol/_native.sources

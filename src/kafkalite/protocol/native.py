@@ -1,0 +1,108 @@
+"""Compiled or pure Python: which form of the protocol layer's per-request modules this process runs.
+
+The build (`setup.py`) compiles a few modules of this package with mypyc: the frame reader, the request guard, the
+message codec and the record-batch codec. It writes the extensions beside the sources, and a list of the modules it
+compiled with a SHA-256 digest of each one's source (`_native.sources`). Python's import system prefers an extension
+to a `.py` file of the same name, so normally nothing needs doing. This module steps in when the extensions must not
+be used, and the package's `__init__` calls `install()` before any of them is imported:
+
+- `KAFKALITE_PURE_PYTHON=1` in the environment asks for the Python source (the test suite runs both forms);
+- a source that no longer matches its digest was edited after the build: its extension is stale. The compiled
+  modules call each other directly, so one stale module retires them all, and every listed module is then imported
+  from its `.py` file until the next build (`make` rebuilds when a compiled source changes).
+
+With no `_native.sources` (the build compiled nothing: no C compiler, `KAFKALITE_COMPILE=0`), everything is Python
+and there is nothing to decide.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import os
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+from typing import NamedTuple
+
+PURE_ENV = "KAFKALITE_PURE_PYTHON"
+DIGESTS_FILE = "_native.sources"
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_SOURCE_ROOT = os.path.dirname(os.path.dirname(_PACKAGE_DIR))  # the directory that holds `kafkalite/`
+
+
+class NativeStatus(NamedTuple):
+    """What the build compiled, and why it is not in use (`None`: it is)."""
+
+    built: tuple[str, ...]
+    not_used_because: str | None
+
+    @property
+    def compiled(self) -> bool:
+        return bool(self.built) and self.not_used_because is None
+
+
+def source_path(module: str, root: str = _SOURCE_ROOT) -> str:
+    return os.path.join(root, *module.split(".")) + ".py"
+
+
+def read_status(package_dir: str = _PACKAGE_DIR, environ: dict[str, str] | None = None) -> NativeStatus:
+    """Decide from the build's record, the sources on disk and the environment; imports nothing."""
+    environment = os.environ if environ is None else environ
+    try:
+        with open(os.path.join(package_dir, DIGESTS_FILE), encoding="ascii") as record:
+            entries = [line.split() for line in record if line.strip()]
+    except FileNotFoundError:
+        return NativeStatus((), "the build compiled nothing")
+    built = tuple(name for name, _digest in entries)
+    if environment.get(PURE_ENV, "") not in ("", "0"):
+        return NativeStatus(built, f"{PURE_ENV} is set")
+    root = os.path.dirname(os.path.dirname(package_dir))
+    for name, digest in entries:
+        try:
+            with open(source_path(name, root), "rb") as source:
+                current = hashlib.sha256(source.read()).hexdigest()
+        except FileNotFoundError:
+            continue  # installed without sources: the extension is all there is
+        if current != digest:
+            return NativeStatus(built, f"{name} was edited after it was compiled")
+    return NativeStatus(built, None)
+
+
+class _SourceFirst(importlib.abc.MetaPathFinder):
+    """Imports the listed modules from their `.py` files, ahead of the extension beside them."""
+
+    def __init__(self, modules: Sequence[str]) -> None:
+        self.modules = frozenset(modules)
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname not in self.modules:
+            return None
+        leaf = fullname.rpartition(".")[2] + ".py"
+        for directory in path or ():
+            candidate = os.path.join(directory, leaf)
+            if os.path.isfile(candidate):
+                return importlib.util.spec_from_file_location(fullname, candidate)
+        return None
+
+
+_status: NativeStatus | None = None
+
+
+def install() -> NativeStatus:
+    """Make the imports follow `read_status()`; once per process (later calls return the first decision)."""
+    global _status
+    if _status is None:
+        _status = read_status()
+        if _status.built and not _status.compiled:
+            sys.meta_path.insert(0, _SourceFirst(_status.built))
+    return _status
+
+
+def status() -> NativeStatus:
+    """The decision `install()` made for this process."""
+    return install()

@@ -1,0 +1,125 @@
+"""The compiled (mypyc) and the pure-Python forms of the protocol layer: which one a process runs, and why.
+
+`setup.py` compiles a few protocol modules and records their sources' digests; `kafkalite.protocol.native` loads the
+extensions only while every digest matches and `KAFKALITE_PURE_PYTHON` is not set. The rest of the suite runs
+whichever form the build produced (`make test` then runs the protocol and server tests again in the pure form); these
+tests check the decision itself, on real files and in fresh interpreters.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.machinery
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kafkalite.protocol import native
+
+MODULES = ("kafkalite.protocol.wire", "kafkalite.protocol.records.batch")
+
+
+def _layout(root: Path, edited: str | None = None) -> Path:
+    """A package tree with two 'compiled' modules and the build's record of their sources."""
+    package_dir = root / "kafkalite" / "protocol"
+    lines = []
+    for module in MODULES:
+        path = Path(native.source_path(module, str(root)))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = f"NAME = {module!r}\n".encode()
+        path.write_bytes(text)
+        lines.append(f"{module} {hashlib.sha256(text).hexdigest()}\n")
+        if module == edited:
+            path.write_bytes(text + b"# edited\n")
+    (package_dir / native.DIGESTS_FILE).write_text("".join(lines), encoding="ascii")
+    return package_dir
+
+
+def test_no_record_means_the_build_compiled_nothing(tmp_path: Path) -> None:
+    status = native.read_status(str(tmp_path), environ={})
+    assert status == native.NativeStatus((), "the build compiled nothing")
+    assert not status.compiled
+
+
+def test_matching_sources_use_the_extensions(tmp_path: Path) -> None:
+    status = native.read_status(str(_layout(tmp_path)), environ={})
+    assert status.built == MODULES
+    assert status.compiled
+
+
+def test_one_edited_source_retires_every_extension(tmp_path: Path) -> None:
+    status = native.read_status(str(_layout(tmp_path, edited="kafkalite.protocol.records.batch")), environ={})
+    assert status.built == MODULES
+    assert status.not_used_because == "kafkalite.protocol.records.batch was edited after it was compiled"
+    assert not status.compiled
+
+
+@pytest.mark.parametrize(("value", "compiled"), [("1", False), ("yes", False), ("0", True), ("", True)])
+def test_the_environment_asks_for_the_python_source(tmp_path: Path, value: str, compiled: bool) -> None:
+    status = native.read_status(str(_layout(tmp_path)), environ={native.PURE_ENV: value})
+    assert status.compiled is compiled
+    assert status.not_used_because == (None if compiled else f"{native.PURE_ENV} is set")
+
+
+def test_an_installation_without_sources_keeps_the_extensions(tmp_path: Path) -> None:
+    package_dir = _layout(tmp_path)
+    Path(native.source_path(MODULES[0], str(tmp_path))).unlink()
+    assert native.read_status(str(package_dir), environ={}).compiled
+
+
+_REPORT = """
+import json, sys
+from kafkalite.protocol import native
+status = native.status()
+import kafkalite.protocol.messages, kafkalite.protocol.request_guard, kafkalite.protocol.wire
+import kafkalite.protocol.records.batch, kafkalite.protocol.records.codec
+files = {name: sys.modules[name].__file__ for name in status.built}
+print(json.dumps({"built": status.built, "compiled": status.compiled, "files": files}))
+"""
+
+
+def _report(**environment: str) -> dict[str, object]:
+    env = {key: value for key, value in os.environ.items() if key != native.PURE_ENV} | environment
+    done = subprocess.run([sys.executable, "-c", _REPORT], env=env, capture_output=True, text=True, check=True)
+    report: dict[str, object] = json.loads(done.stdout)
+    return report
+
+
+def _is_extension(path: str) -> bool:
+    return path.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
+
+
+COMPILED_BY_THE_BUILD = (  # setup.py's MODULES
+    "kafkalite.protocol.wire",
+    "kafkalite.protocol.request_guard",
+    "kafkalite.protocol.messages",
+    "kafkalite.protocol.records.batch",
+    "kafkalite.protocol.records.codec",
+)
+
+
+def test_a_fresh_interpreter_imports_what_the_decision_says() -> None:
+    compiled = _report()
+    files = compiled["files"]
+    assert isinstance(files, dict)
+    if compiled["compiled"]:
+        assert sorted(files) == sorted(COMPILED_BY_THE_BUILD)
+        assert all(_is_extension(path) for path in files.values()), files
+    pure = _report(**{native.PURE_ENV: "1"})
+    assert pure["compiled"] is False
+    pure_files = pure["files"]
+    assert isinstance(pure_files, dict)
+    assert pure_files.keys() == files.keys()
+    assert all(path.endswith(".py") for path in pure_files.values()), pure_files
+
+
+@pytest.mark.skipif(os.environ.get("KAFKALITE_REQUIRE_COMPILED") != "1", reason="set by .ci/run, where gcc is present")
+def test_ci_runs_the_compiled_form() -> None:
+    """CI builds with a C compiler, so the suite there must have run the extensions, all of them."""
+    report = _report()
+    assert report["compiled"] is True, native.read_status()
+    assert sorted(report["built"]) == sorted(COMPILED_BY_THE_BUILD)  # type: ignore[call-overload]
