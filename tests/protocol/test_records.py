@@ -33,6 +33,7 @@ from kafkalite.protocol.records import (
     patch_log_append_time,
     read_batches,
     read_header,
+    rebased,
     valid_prefix,
     verify_crc,
 )
@@ -533,6 +534,33 @@ def test_patch_base_offset_refusals_change_nothing(
     with pytest.raises(error, match=reason):
         patch_base_offset(mutable, pos, offset)
     assert mutable == buf
+
+
+@given(st.integers(0, INT64_MAX - 2), codecs)
+def test_rebased_parts_join_to_the_patched_batch_and_leave_it_unchanged(base_offset: int, codec: Compression) -> None:
+    batch = sample_batch(codec)
+    head, rest = rebased(batch, base_offset)
+    patched = bytearray(batch)
+    patch_base_offset(patched, 0, base_offset)
+    assert head + bytes(rest) == patched
+    assert rest.obj is batch  # a view of the caller's bytes, not a copy
+    assert read_header(sample_batch(codec)).base_offset == read_header(batch).base_offset == 0
+
+
+@pytest.mark.parametrize(
+    ("buf", "offset", "error", "reason"),
+    [
+        (sample_batch()[:60], 5, CorruptRecordError, "truncated batch header"),
+        (with_header_field(sample_batch(), ">B", 16, 1, fix_crc=False), 5, CorruptRecordError, "magic"),
+        (sample_batch(), -1, ValueError, "not a valid offset"),
+        (sample_batch(), INT64_MAX - 1, ValueError, "not a valid offset"),
+    ],
+)
+def test_rebased_refuses_what_patch_base_offset_refuses(
+    buf: bytes, offset: int, error: type[Exception], reason: str
+) -> None:
+    with pytest.raises(error, match=reason):
+        rebased(buf, offset)
 
 
 @given(st.integers(INT64_MIN, INT64_MAX), codecs)

@@ -27,7 +27,7 @@ def make_batch(count: int = 1, *, timestamp: int = 1_000, value_size: int = 10, 
     return bytearray(build_batch(records, now_ms=timestamp))
 
 
-def append(log: Log, batch: bytearray) -> tuple[int, int]:
+def append(log: Log, batch: bytes | bytearray | memoryview) -> tuple[int, int]:
     header: BatchHeader = read_header(batch)
     return log.append(batch, header)
 

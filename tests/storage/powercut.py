@@ -27,6 +27,7 @@ import errno
 import os
 import random
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 from kafkalite.storage.file_ops import FileOps
@@ -93,6 +94,11 @@ class PowerCutOps(FileOps):
         with self._lock:
             self._alive()
             super().pwrite(fd, data, position)
+
+    def pwritev(self, fd: int, parts: Sequence[bytes | bytearray | memoryview], position: int) -> None:
+        with self._lock:
+            self._alive()
+            super().pwritev(fd, parts, position)
 
     def pread(self, fd: int, size: int, position: int) -> bytes:
         with self._lock:

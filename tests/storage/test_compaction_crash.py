@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -59,6 +60,10 @@ class Countdown(PowerCutOps):
     def pwrite(self, fd: int, data: bytes | bytearray | memoryview, position: int) -> None:
         self._tick()
         super().pwrite(fd, data, position)
+
+    def pwritev(self, fd: int, parts: Sequence[bytes | bytearray | memoryview], position: int) -> None:
+        self._tick()
+        super().pwritev(fd, parts, position)
 
     def pread(self, fd: int, size: int, position: int) -> bytes:
         self._tick()

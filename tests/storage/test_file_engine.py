@@ -6,6 +6,7 @@ import asyncio
 import logging
 import struct
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -166,6 +167,9 @@ class FailingOps(FileOps):
             super().pwrite(fd, memoryview(data)[: self.partial_bytes], position)
             raise OSError(28, "No space left on device")
         super().pwrite(fd, data, position)
+
+    def pwritev(self, fd: int, parts: Sequence[bytes | bytearray | memoryview], position: int) -> None:
+        self.pwrite(fd, b"".join(parts), position)  # one write, which the failures above apply to
 
     def fsync(self, fd: int) -> None:
         if self.fsync_gate is not None:

@@ -58,6 +58,23 @@ def test_read_returns_batches_as_appended_with_patched_base_offset(make_log: Log
         assert stored[position + 8 : position + header.size] == original[8:]
 
 
+@pytest.mark.parametrize("form", [bytes, bytearray, memoryview])
+def test_append_leaves_the_callers_bytes_as_they_are(make_log: LogFactory, form: type) -> None:
+    """The request's bytes go to the log without a copy to patch: the new base offset is the log's own."""
+    log = make_log()
+    append(log, make_batch(4))
+    originals = [bytes(make_batch(2, tag=i)) for i in range(3)]
+    handed_in = [form(bytearray(original) if form is memoryview else original) for original in originals]
+    for batch in handed_in:
+        append(log, batch)
+    assert [bytes(batch) for batch in handed_in] == originals  # base offset 0 in each, still
+    stored = log.read(4, 1 << 20)
+    assert [header.base_offset for _, header in read_batches(stored)] == [4, 6, 8]
+    assert [r.offset for position, _ in read_batches(stored) for r in iter_records(stored, position)] == list(
+        range(4, 10)
+    )
+
+
 def test_read_from_every_offset_starts_at_the_batch_holding_it(make_log: LogFactory) -> None:
     log = make_log(SMALL_SEGMENTS)
     appended = fill(log, 40)

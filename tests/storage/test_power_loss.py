@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkalite.protocol.records import read_batches
+from kafkalite.protocol.records import read_batches, rebased
 from kafkalite.storage import LogConfig, PartitionLog
 
 from .logkit import FakeClock, append, make_batch
@@ -53,9 +53,10 @@ class History:
         rng = self.rng
         batch = make_batch(rng.randint(1, 4), timestamp=self.clock.now_ms, value_size=rng.randint(1, 120))
         base, _ = append(log, batch)
+        stored = b"".join(rebased(batch, base))  # as the log wrote it: with its base offset
         self.clock.now_ms += rng.randint(0, 3)
-        self.written[base].add(bytes(batch))
-        self.unacked[base] = bytes(batch)
+        self.written[base].add(stored)
+        self.unacked[base] = stored
 
     def start_sync(self, log: PartitionLog) -> asyncio.Task[None]:
         covered = dict(self.unacked)

@@ -64,8 +64,12 @@ class Log(Protocol):
     def size_bytes(self) -> int:
         """Bytes of batches currently held."""
 
-    def append(self, batch: bytearray, header: BatchHeader) -> tuple[int, int]:
-        """Append one validated batch: patch its base offset to `log_end_offset`, store it, return (base, last)."""
+    def append(self, batch: bytes | bytearray | memoryview, header: BatchHeader) -> tuple[int, int]:
+        """Append one validated batch with its base offset set to `log_end_offset`; return (base, last).
+
+        `batch` is left as it is (the engines write or keep the new base offset in their own bytes), so the caller
+        may hand in a view of the request it arrived in.
+        """
 
     def read(self, offset: int, max_bytes: int) -> bytes:
         """Whole batches from the one holding `offset`, up to `max_bytes` but always at least one batch.

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from kafkalite.errors import ClosedError, OffsetOutOfRangeError
-from kafkalite.protocol.records import BatchHeader, iter_records, patch_base_offset, read_header
+from kafkalite.protocol.records import BatchHeader, iter_records, read_header, rebased
 from kafkalite.storage.base import LogConfig
 from kafkalite.storage.compaction_policy import CleaningStats
 from kafkalite.storage.compactor import (
@@ -105,11 +105,10 @@ class MemoryLog(SegmentedLog[_MemorySegment]):
         self._txn_index = TransactionIndex()
         self._closed = False
 
-    def append(self, batch: bytearray, header: BatchHeader) -> tuple[int, int]:
+    def append(self, batch: bytes | bytearray | memoryview, header: BatchHeader) -> tuple[int, int]:
         self._check_open()
         active, base, last, now_ms = self._segment_for_append(len(batch), header)
-        patch_base_offset(batch, 0, base)
-        active.add(bytes(batch), base, header.max_timestamp, now_ms)
+        active.add(b"".join(rebased(batch, base)), base, header.max_timestamp, now_ms)  # the log's own copy
         self._log_end = last + 1
         return base, last
 

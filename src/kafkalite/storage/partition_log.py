@@ -79,7 +79,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from kafkalite.errors import ClosedError, OffsetOutOfRangeError, StorageError
-from kafkalite.protocol.records import BatchHeader, patch_base_offset
+from kafkalite.protocol.records import BatchHeader
 from kafkalite.stats import SyncStats
 from kafkalite.storage.atomic_file import read_file
 from kafkalite.storage.base import LogConfig
@@ -276,11 +276,10 @@ class PartitionLog(SegmentedLog[Segment]):
 
     # --- the Log interface ------------------------------------------------------------------------------------
 
-    def append(self, batch: bytearray, header: BatchHeader) -> tuple[int, int]:
+    def append(self, batch: bytes | bytearray | memoryview, header: BatchHeader) -> tuple[int, int]:
         self._check_writable()
         active, base, last, now_ms = self._segment_for_append(len(batch), header)
-        patch_base_offset(batch, 0, base)
-        active.append(batch, last, header.max_timestamp, self.config.index_interval_bytes, now_ms)
+        active.append(batch, last, header.max_timestamp, self.config.index_interval_bytes, now_ms, base_offset=base)
         self._log_end = last + 1
         self._unsynced_segments[active.base_offset] = active
         self._write_sequence += 1

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Literal, NamedTuple, overload
 
 from kafkalite.errors import StorageError
-from kafkalite.protocol.records import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, iter_records, valid_prefix
+from kafkalite.protocol.records import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, iter_records, rebased, valid_prefix
 from kafkalite.storage.file_ops import FileOps
 from kafkalite.storage.file_records import ZERO_COPY_MIN_BYTES, FileRecords, HandedOut, copy_prefix_aside
 from kafkalite.storage.offset_index import OffsetIndex
@@ -284,14 +284,28 @@ class Segment:
     # --- append -----------------------------------------------------------------------------------------------
 
     def append(
-        self, batch: bytes | bytearray, last_offset: int, max_timestamp: int, index_interval: int, now_ms: int
+        self,
+        batch: bytes | bytearray | memoryview,
+        last_offset: int,
+        max_timestamp: int,
+        index_interval: int,
+        now_ms: int,
+        base_offset: int | None = None,
     ) -> None:
-        """Write one batch (base offset already patched) at the end; on failure the files are as before."""
+        """Write one batch at the end; on failure the files are as before.
+
+        With `base_offset`, the batch is written with that base offset in place of its first 8 bytes (outside the
+        CRC), and `batch` itself is left as it is: a produced batch goes from the request's bytes to the file with no
+        copy. Without it, the batch's base offset is already the right one (the cleaner's rewrites).
+        """
         position = self.size
         plan = self._plan_index(position, last_offset, max_timestamp, index_interval)
         log_fd = self._log()
         try:
-            self._ops.pwrite(log_fd, batch, position)
+            if base_offset is None:
+                self._ops.pwrite(log_fd, batch, position)
+            else:
+                self._ops.pwritev(log_fd, rebased(batch, base_offset), position)
         except OSError as exc:
             self._restore_log_size(log_fd)
             raise storage_error("append to", self.log_path, exc) from exc

@@ -38,6 +38,7 @@ from kafkalite.protocol.records.batch import (
     patch_log_append_time,
     read_batches,
     read_header,
+    rebased,
     valid_prefix,
     verify_crc,
 )
@@ -88,6 +89,7 @@ __all__ = [
     "patch_log_append_time",
     "read_batches",
     "read_header",
+    "rebased",
     "valid_prefix",
     "verify_crc",
 ]
