@@ -174,17 +174,19 @@ class Partition:
             assert duplicate_of is not None
             logger.debug("duplicate batch for %s-%d acknowledged at offset %d", self.topic, self.index, duplicate_of)
             return ProduceResult(duplicate_of, duplicate_of, append_time, self.log.log_start_offset)
-        # The log writes each batch with its new base offset without touching `records`, so the request's bytes go to
-        # the log as they are; only a LogAppendTime topic, whose stamp changes the CRC, needs a copy to patch.
-        buffer: bytearray | memoryview = bytearray(records) if append_time >= 0 else memoryview(records)
         first_offset = -1
         last_offset = -1
         async with self.lock:
             for pos, header in to_append:
-                whole = pos == 0 and header.size == len(buffer)
-                batch = buffer if whole else buffer[pos : pos + header.size]
+                # The log writes the batch with its new base offset and leaves `records` as it is, so the request's
+                # bytes go to the log without a copy; only a LogAppendTime stamp, which changes the CRC, needs one.
+                batch: bytes | bytearray | memoryview = records
+                if pos != 0 or header.size != len(records):
+                    batch = memoryview(records)[pos : pos + header.size]
                 if append_time >= 0:
-                    header = patch_log_append_time(batch, 0, header, append_time)  # a bytearray, as said above
+                    stamped = bytearray(batch)
+                    header = patch_log_append_time(stamped, 0, header, append_time)
+                    batch = stamped
                 base, last = self.log.append(batch, header)
                 self._max_timestamp = max(self._max_timestamp, header.max_timestamp)
                 if header.producer_id >= 0:

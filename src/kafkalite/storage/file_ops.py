@@ -41,7 +41,7 @@ class FileOps:
         """Write `parts` back to back at `position` in one system call, without joining them first (an appended
         batch goes to disk as its new 8-byte base offset followed by the rest of the request's bytes)."""
         written = os.pwritev(fd, parts, position)
-        if written < sum(len(part) for part in parts):
+        if written < sum(map(len, parts)):
             _finish_write(fd, b"".join(parts), position, written)
 
     def pread(self, fd: int, size: int, position: int) -> bytes:
