@@ -35,11 +35,12 @@ $(VENV)/.installed-bench: $(BUILD_INPUTS) | $(BIN)/python
 	touch $@
 
 # The stream-processing app of tests/interop/test_quixstreams.py runs in a venv of its own (the `apps` extra):
-# quixstreams caps confluent-kafka below the version the test extra needs.
+# quixstreams caps confluent-kafka below the version the test extra needs. It compiles nothing: it is an editable
+# install of the same src/, whose protocol extensions .venv's install built (or its Python source, when they are stale).
 APPS_VENV := .venv-apps
 $(APPS_VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(APPS_VENV)
-	$(APPS_VENV)/bin/python -m pip install --quiet -e '.[apps]'
+	KAFKALITE_COMPILE=0 $(APPS_VENV)/bin/python -m pip install --quiet -e '.[apps]'
 	touch $@
 
 run: $(VENV)/.installed

@@ -7,16 +7,16 @@ reference and the fallback:
 
 - set `KAFKALITE_COMPILE=0` to install without compiling;
 - when mypyc or a C compiler is missing, or compiling fails, the build says so on stderr and installs the plain
-  Python modules; nothing else changes. Either way, what an earlier build left beside the sources is removed first,
-  so an editable install never keeps running extensions it was asked not to build;
-- the build records a digest of each compiled module's source beside the extensions, and `kafkalite.protocol.native`
-  loads the extensions only while every source still matches (an edited module is never shadowed by a stale build).
+  Python modules; nothing else changes;
+- the build records a digest of each compiled module's source, taken before compiling, beside the extensions, and
+  `kafkalite.protocol.native` loads the extensions only while every source still matches and the record is whole (an
+  edited module is never shadowed by a stale build). The modules to compile are its `COMPILED_MODULES`.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib.machinery
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -29,32 +29,32 @@ HERE = Path(__file__).resolve().parent
 SOURCE_ROOT = HERE / "src"
 
 
-# The per-request modules of the protocol layer: what every served request and every embedded record passes through.
-# Each is plain, fully annotated Python (mypy --strict); the build records which ones it compiled, and
-# `kafkalite.protocol.native` reads that record at run time.
-MODULES = (
-    "kafkalite.protocol.wire",
-    "kafkalite.protocol.request_guard",
-    "kafkalite.protocol.messages",
-    "kafkalite.protocol.records.batch",
-    "kafkalite.protocol.records.codec",
-)
+def _native_module() -> Any:
+    """`kafkalite.protocol.native`, loaded on its own (it needs only the standard library): its `COMPILED_MODULES` is
+    the list to compile, and the run-time check reads the record this build writes."""
+    spec = importlib.util.spec_from_file_location("_kafkalite_native", SOURCE_ROOT / "kafkalite/protocol/native.py")
+    if spec is None or spec.loader is None:
+        raise RuntimeError("src/kafkalite/protocol/native.py cannot be loaded")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+NATIVE = _native_module()
+MODULES: tuple[str, ...] = NATIVE.COMPILED_MODULES
 GROUP = "kafkalite.protocol._native"
 SHARED_LIB = f"{GROUP}__mypyc"  # the code of all five: kafkalite/protocol/_native__mypyc.*.so
-DIGESTS = "_native.sources"  # beside it: "<module> <sha256 of its source>" per line
+DIGESTS = NATIVE.DIGESTS_FILE  # beside it: "<module> <sha256 of its source>" per line
 
 
 def _source(module: str) -> Path:
     return SOURCE_ROOT.joinpath(*module.split(".")).with_suffix(".py")
 
 
-def _forget_build_in_place() -> None:
-    """Remove the extensions and the record an earlier build wrote beside the sources (editable installs)."""
-    for module in (*MODULES, SHARED_LIB):
-        stem = SOURCE_ROOT.joinpath(*module.split("."))
-        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-            stem.with_name(stem.name + suffix).unlink(missing_ok=True)
-    _source(MODULES[0]).with_name(DIGESTS).unlink(missing_ok=True)
+def _digests() -> str:
+    """The record of what is compiled: taken before mypyc reads the sources, so an edit made during the build makes
+    the record stale rather than the extensions."""
+    return "".join(f"{m} {hashlib.sha256(_source(m).read_bytes()).hexdigest()}\n" for m in MODULES)
 
 
 class BuildWithFallback(build_ext):
@@ -75,12 +75,12 @@ class BuildWithFallback(build_ext):
             for extension in self.extensions:
                 Path(self.get_ext_fullpath(extension.name)).unlink(missing_ok=True)
             return
-        record.write_text("".join(f"{m} {hashlib.sha256(_source(m).read_bytes()).hexdigest()}\n" for m in MODULES))
+        record.write_text(RECORD)
 
 
 def _extensions() -> list[Any]:
-    _forget_build_in_place()
     if os.environ.get("KAFKALITE_COMPILE", "1") == "0":
+        print("kafkalite: KAFKALITE_COMPILE=0: installing the protocol modules as Python", file=sys.stderr)
         return []
     try:
         from mypyc.build import mypycify
@@ -102,4 +102,5 @@ def _extensions() -> list[Any]:
         os.chdir(previous)
 
 
+RECORD = _digests()
 setup(ext_modules=_extensions(), cmdclass={"build_ext": BuildWithFallback})

@@ -50,6 +50,31 @@ async def test_produce_assigns_consecutive_offsets_and_fetch_returns_the_batches
     assert broker.fetch(TOPIC, 0, 4, 1000).records == b""
 
 
+@pytest.mark.parametrize("log_append_time", [False, True])
+async def test_several_batches_in_one_produce_are_appended_in_order_and_the_request_is_left_as_it_is(
+    broker: kafkalite.Broker, log_append_time: bool
+) -> None:
+    """Each batch goes to the log as a view of the request's bytes (or, for LogAppendTime, a stamped copy); the
+    request's own bytes keep base offset 0 in every batch."""
+    config = {"message.timestamp.type": "LogAppendTime"} if log_append_time else {}
+    await broker.create_topic(TOPIC, partitions=1, config=config)
+    await broker.produce(TOPIC, 0, batch(b"first"))
+    request = bytearray(batch(b"a", b"b") + batch(b"c") + batch(b"d", b"e", b"f"))
+    sent = bytes(request)
+    result = await broker.produce(TOPIC, 0, request)
+    assert (result.base_offset, result.last_offset) == (1, 6)
+    assert request == sent
+    data = broker.fetch(TOPIC, 0, 1, 1 << 20).records
+    headers = []
+    pos = 0
+    while pos < len(data):
+        headers.append(read_header(data, pos))
+        pos += headers[-1].size
+    assert [(h.base_offset, h.last_offset) for h in headers] == [(1, 2), (3, 3), (4, 6)]
+    assert [h.log_append_time for h in headers] == [log_append_time] * 3
+    assert values_in(broker, offset=1) == [b"a", b"b", b"c", b"d", b"e", b"f"]
+
+
 @pytest.mark.parametrize("where", ["crc", "length", "truncated", "magic", "second-batch"])
 async def test_corrupt_batch_is_refused_and_nothing_is_appended(broker: kafkalite.Broker, where: str) -> None:
     await broker.create_topic(TOPIC, partitions=1)

@@ -12,6 +12,7 @@ import hashlib
 import importlib.machinery
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -23,8 +24,8 @@ from kafkalite.protocol import native
 MODULES = ("kafkalite.protocol.wire", "kafkalite.protocol.records.batch")
 
 
-def _layout(root: Path, edited: str | None = None) -> Path:
-    """A package tree with two 'compiled' modules and the build's record of their sources."""
+def _layout(root: Path, edited: str | None = None, record: bool = True, extensions: bool = True) -> Path:
+    """A package tree with two 'compiled' modules (an extension file beside each source) and the build's record."""
     package_dir = root / "kafkalite" / "protocol"
     lines = []
     for module in MODULES:
@@ -35,7 +36,10 @@ def _layout(root: Path, edited: str | None = None) -> Path:
         lines.append(f"{module} {hashlib.sha256(text).hexdigest()}\n")
         if module == edited:
             path.write_bytes(text + b"# edited\n")
-    (package_dir / native.DIGESTS_FILE).write_text("".join(lines), encoding="ascii")
+        if extensions:
+            path.with_suffix(importlib.machinery.EXTENSION_SUFFIXES[0]).write_bytes(b"")
+    if record:
+        (package_dir / native.DIGESTS_FILE).write_text("".join(lines), encoding="ascii")
     return package_dir
 
 
@@ -55,6 +59,18 @@ def test_one_edited_source_retires_every_extension(tmp_path: Path) -> None:
     status = native.read_status(str(_layout(tmp_path, edited="kafkalite.protocol.records.batch")), environ={})
     assert status.built == MODULES
     assert status.not_used_because == "kafkalite.protocol.records.batch was edited after it was compiled"
+    assert not status.compiled
+
+
+def test_extensions_without_a_record_are_an_unfinished_build_and_not_used(tmp_path: Path) -> None:
+    status = native.read_status(str(_layout(tmp_path, record=False)), environ={})
+    assert status.built == native.COMPILED_MODULES  # every module the build may have compiled goes back to Python
+    assert status.not_used_because == "its extensions have no record of their sources (an unfinished build)"
+
+
+def test_a_record_without_extensions_for_this_interpreter_means_python(tmp_path: Path) -> None:
+    status = native.read_status(str(_layout(tmp_path, extensions=False)), environ={})
+    assert status.not_used_because == "kafkalite.protocol.wire has no extension this interpreter can load"
     assert not status.compiled
 
 
@@ -93,21 +109,12 @@ def _is_extension(path: str) -> bool:
     return path.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
 
 
-COMPILED_BY_THE_BUILD = (  # setup.py's MODULES
-    "kafkalite.protocol.wire",
-    "kafkalite.protocol.request_guard",
-    "kafkalite.protocol.messages",
-    "kafkalite.protocol.records.batch",
-    "kafkalite.protocol.records.codec",
-)
-
-
 def test_a_fresh_interpreter_imports_what_the_decision_says() -> None:
     compiled = _report()
     files = compiled["files"]
     assert isinstance(files, dict)
     if compiled["compiled"]:
-        assert sorted(files) == sorted(COMPILED_BY_THE_BUILD)
+        assert sorted(files) == sorted(native.COMPILED_MODULES)
         assert all(_is_extension(path) for path in files.values()), files
     pure = _report(**{native.PURE_ENV: "1"})
     assert pure["compiled"] is False
@@ -122,4 +129,18 @@ def test_ci_runs_the_compiled_form() -> None:
     """CI builds with a C compiler, so the suite there must have run the extensions, all of them."""
     report = _report()
     assert report["compiled"] is True, native.read_status()
-    assert sorted(report["built"]) == sorted(COMPILED_BY_THE_BUILD)  # type: ignore[call-overload]
+    assert sorted(report["built"]) == sorted(native.COMPILED_MODULES)  # type: ignore[call-overload]
+
+
+@pytest.mark.skipif(not native.status().built, reason="this installation compiled nothing (no C compiler)")
+def test_an_edited_source_is_imported_instead_of_its_stale_extension(tmp_path: Path) -> None:
+    """End to end: a copy of the built package, one source edited, imported by a fresh interpreter."""
+    package = Path(native.__file__).parent.parent
+    shutil.copytree(package, tmp_path / "kafkalite", ignore=shutil.ignore_patterns("__pycache__"))
+    with open(tmp_path / "kafkalite" / "protocol" / "records" / "codec.py", "a") as source:
+        source.write("\nEDITED = True\n")
+    report = _report(PYTHONPATH=str(tmp_path))
+    files = report["files"]
+    assert isinstance(files, dict)
+    assert report["compiled"] is False
+    assert all(path.startswith(str(tmp_path)) and path.endswith(".py") for path in files.values()), files

@@ -29,7 +29,6 @@ from kafkalite.protocol.records import (
     encode_record,
     encode_varint,
     iter_records,
-    patch_base_offset,
     patch_log_append_time,
     read_batches,
     read_header,
@@ -499,66 +498,35 @@ def test_gzip_members_concatenated_decode() -> None:
 
 
 @given(st.integers(0, INT64_MAX - 2), codecs)
-def test_patch_base_offset_keeps_the_crc_valid(base_offset: int, codec: Compression) -> None:
-    buf = bytearray(sample_batch(codec))
-    patch_base_offset(buf, 0, base_offset)
-    [(_, header)] = read_batches(buf)
-    assert header.base_offset == base_offset
-    assert [r.offset for r in iter_records(buf)] == [base_offset, base_offset + 1, base_offset + 2]
-
-
-def test_patch_base_offset_at_a_position() -> None:
-    batch = sample_batch()
-    buf = bytearray(batch + batch)
-    patch_base_offset(memoryview(buf), len(batch), 42)
-    assert [h.base_offset for _, h in read_batches(buf)] == [0, 42]
-
-
-@pytest.mark.parametrize(
-    ("buf", "pos", "offset", "error", "reason"),
-    [
-        (sample_batch()[:60], 0, 5, CorruptRecordError, "truncated batch header"),
-        (sample_batch(), len(sample_batch()) - 60, 5, CorruptRecordError, "truncated batch header"),
-        (sample_batch(), 1, 5, CorruptRecordError, "magic"),  # not at a batch boundary
-        (sample_batch(), -1, 5, CorruptRecordError, "truncated batch header"),
-        (with_header_field(sample_batch(), ">B", 16, 1, fix_crc=False), 0, 5, CorruptRecordError, "magic"),
-        (sample_batch(), 0, -1, ValueError, "not a valid offset"),
-        (sample_batch(), 0, INT64_MAX - 1, ValueError, "not a valid offset"),  # last offset would overflow
-        (sample_batch(), 0, INT64_MAX + 1, ValueError, "not a valid offset"),
-    ],
-)
-def test_patch_base_offset_refusals_change_nothing(
-    buf: bytes, pos: int, offset: int, error: type[Exception], reason: str
-) -> None:
-    mutable = bytearray(buf)
-    with pytest.raises(error, match=reason):
-        patch_base_offset(mutable, pos, offset)
-    assert mutable == buf
-
-
-@given(st.integers(0, INT64_MAX - 2), codecs)
-def test_rebased_parts_join_to_the_patched_batch_and_leave_it_unchanged(base_offset: int, codec: Compression) -> None:
-    batch = sample_batch(codec)
+def test_rebased_keeps_the_crc_valid_and_leaves_the_batch_unchanged(base_offset: int, codec: Compression) -> None:
+    batch = bytearray(sample_batch(codec))
     head, rest = rebased(batch, base_offset)
-    patched = bytearray(batch)
-    patch_base_offset(patched, 0, base_offset)
-    assert head + bytes(rest) == patched
     assert rest.obj is batch  # a view of the caller's bytes, not a copy
-    assert read_header(sample_batch(codec)).base_offset == read_header(batch).base_offset == 0
+    assert batch == sample_batch(codec)
+    rewritten = head + bytes(rest)
+    [(_, header)] = read_batches(rewritten)
+    assert header.base_offset == base_offset
+    assert [r.offset for r in iter_records(rewritten)] == [base_offset, base_offset + 1, base_offset + 2]
+
+
+def test_rebased_takes_a_view_of_a_batch_inside_a_larger_buffer() -> None:
+    batch = sample_batch()
+    head, rest = rebased(memoryview(batch + batch)[len(batch) :], 42)
+    assert [h.base_offset for _, h in read_batches(head + bytes(rest))] == [42]
 
 
 @pytest.mark.parametrize(
     ("buf", "offset", "error", "reason"),
     [
         (sample_batch()[:60], 5, CorruptRecordError, "truncated batch header"),
+        (sample_batch()[1:], 5, CorruptRecordError, "magic"),  # not at a batch boundary
         (with_header_field(sample_batch(), ">B", 16, 1, fix_crc=False), 5, CorruptRecordError, "magic"),
         (sample_batch(), -1, ValueError, "not a valid offset"),
-        (sample_batch(), INT64_MAX - 1, ValueError, "not a valid offset"),
+        (sample_batch(), INT64_MAX - 1, ValueError, "not a valid offset"),  # last offset would overflow
+        (sample_batch(), INT64_MAX + 1, ValueError, "not a valid offset"),
     ],
 )
-def test_rebased_refuses_what_patch_base_offset_refuses(
-    buf: bytes, offset: int, error: type[Exception], reason: str
-) -> None:
+def test_rebased_refuses_a_bad_header_or_offset(buf: bytes, offset: int, error: type[Exception], reason: str) -> None:
     with pytest.raises(error, match=reason):
         rebased(buf, offset)
 
@@ -580,9 +548,9 @@ def test_patch_log_append_time_stamps_every_record(timestamp: int, codec: Compre
 
 
 def test_patch_log_append_time_accepts_a_header_read_before_the_base_offset_was_patched() -> None:
-    buf = bytearray(sample_batch())
-    header = read_header(buf)
-    patch_base_offset(buf, 0, 100)
+    batch = sample_batch()
+    header = read_header(batch)
+    buf = bytearray(b"".join(rebased(batch, 100)))
     assert patch_log_append_time(buf, 0, header, NOW).base_offset == 100
 
 

@@ -24,10 +24,10 @@ from kafkalite.protocol.records import (
     RecordToWrite,
     build_batch,
     iter_records,
-    patch_base_offset,
     patch_log_append_time,
     read_batches,
     read_header,
+    rebased,
 )
 
 NOW = 1_700_000_000_000
@@ -112,9 +112,9 @@ def test_aiokafka_reads_our_batches(
 @pytest.mark.parametrize("reader", AIOKAFKA_READERS)
 @pytest.mark.parametrize("codec", list(Compression))
 def test_aiokafka_sees_our_broker_patches(reader: Callable[..., Any], codec: Compression) -> None:
-    buf = bytearray(build_batch([RecordToWrite(b"a"), RecordToWrite(b"b")], now_ms=NOW, compression=codec))
-    header = read_header(buf)
-    patch_base_offset(buf, 0, 500)
+    built = build_batch([RecordToWrite(b"a"), RecordToWrite(b"b")], now_ms=NOW, compression=codec)
+    header = read_header(built)
+    buf = bytearray(b"".join(rebased(built, 500)))
     patch_log_append_time(buf, 0, header, NOW + 999)
     batch = reader(buf)
     assert batch.validate_crc()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import struct
 import threading
 from collections.abc import Sequence
@@ -371,3 +372,19 @@ def test_unclean_open_checks_every_batch_at_or_above_the_recovery_point(
     assert "deleting every later segment" in caplog.text
     assert (directory / "recovery-point").read_text() == f"{log.log_end_offset}\n"
     log.close()
+
+
+def test_pwritev_finishes_a_short_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A vectored write the kernel cut short (a full disk can) is completed, so the parts land back to back."""
+    real_pwritev = os.pwritev
+
+    def first_part_and_three_bytes(fd: int, parts: Sequence[bytes | memoryview], position: int) -> int:
+        return real_pwritev(fd, [parts[0], bytes(parts[1])[:3]], position)
+
+    monkeypatch.setattr(os, "pwritev", first_part_and_three_bytes)
+    fd = os.open(tmp_path / "file", os.O_RDWR | os.O_CREAT)
+    try:
+        FileOps().pwritev(fd, (b"12345678", memoryview(b"abcdefghij")), 4)
+        assert os.pread(fd, 100, 0) == b"\0\0\0\x0012345678abcdefghij"
+    finally:
+        os.close(fd)

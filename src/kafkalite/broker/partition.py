@@ -249,7 +249,7 @@ class Partition:
             raise InvalidProducerEpochError(f"marker of producer {producer_id} carries epoch {producer_epoch}")
         kind = ControlType.COMMIT if commit else ControlType.ABORT
         now = _now_ms()
-        batch = bytearray(build_marker(producer_id, producer_epoch, kind, coordinator_epoch, now_ms=now))
+        batch = build_marker(producer_id, producer_epoch, kind, coordinator_epoch, now_ms=now)
         async with self.lock:
             self.producers.check_marker(producer_id, producer_epoch, coordinator_epoch, strict=strict_epoch)
             offset, _ = self.log.append(batch, read_header(batch))

@@ -9,10 +9,12 @@ be used, and the package's `__init__` calls `install()` before any of them is im
 - `KAFKALITE_PURE_PYTHON=1` in the environment asks for the Python source (the test suite runs both forms);
 - a source that no longer matches its digest was edited after the build: its extension is stale. The compiled
   modules call each other directly, so one stale module retires them all, and every listed module is then imported
-  from its `.py` file until the next build (`make` rebuilds when a compiled source changes).
+  from its `.py` file until the next build (`make` rebuilds when a compiled source changes);
+- extensions with no record beside them (a build that stopped half-way) are stale too, and a record whose
+  extensions are missing (built for another interpreter) means Python.
 
-With no `_native.sources` (the build compiled nothing: no C compiler, `KAFKALITE_COMPILE=0`), everything is Python
-and there is nothing to decide.
+With neither record nor extensions (the build compiled nothing: no C compiler, `KAFKALITE_COMPILE=0`), everything is
+Python and there is nothing to decide.
 """
 
 from __future__ import annotations
@@ -27,6 +29,13 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import NamedTuple
 
+COMPILED_MODULES = (  # what setup.py compiles (it reads this tuple): every request and embedded record runs them
+    "kafkalite.protocol.wire",
+    "kafkalite.protocol.request_guard",
+    "kafkalite.protocol.messages",
+    "kafkalite.protocol.records.batch",
+    "kafkalite.protocol.records.codec",
+)
 PURE_ENV = "KAFKALITE_PURE_PYTHON"
 DIGESTS_FILE = "_native.sources"
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -48,18 +57,31 @@ def source_path(module: str, root: str = _SOURCE_ROOT) -> str:
     return os.path.join(root, *module.split(".")) + ".py"
 
 
+def has_extension(module: str, root: str = _SOURCE_ROOT) -> bool:
+    """Whether an extension this interpreter can import sits beside the module's source."""
+    stem = os.path.join(root, *module.split("."))
+    return any(os.path.isfile(stem + suffix) for suffix in importlib.machinery.EXTENSION_SUFFIXES)
+
+
 def read_status(package_dir: str = _PACKAGE_DIR, environ: dict[str, str] | None = None) -> NativeStatus:
     """Decide from the build's record, the sources on disk and the environment; imports nothing."""
     environment = os.environ if environ is None else environ
+    root = os.path.dirname(os.path.dirname(package_dir))
     try:
         with open(os.path.join(package_dir, DIGESTS_FILE), encoding="ascii") as record:
             entries = [line.split() for line in record if line.strip()]
     except FileNotFoundError:
+        if any(has_extension(name, root) for name in COMPILED_MODULES):
+            return NativeStatus(
+                COMPILED_MODULES, "its extensions have no record of their sources (an unfinished build)"
+            )
         return NativeStatus((), "the build compiled nothing")
     built = tuple(name for name, _digest in entries)
     if environment.get(PURE_ENV, "") not in ("", "0"):
         return NativeStatus(built, f"{PURE_ENV} is set")
-    root = os.path.dirname(os.path.dirname(package_dir))
+    missing = [name for name in built if not has_extension(name, root)]
+    if missing:
+        return NativeStatus(built, f"{missing[0]} has no extension this interpreter can load")
     for name, digest in entries:
         try:
             with open(source_path(name, root), "rb") as source:

@@ -279,7 +279,7 @@ class PartitionLog(SegmentedLog[Segment]):
     def append(self, batch: bytes | bytearray | memoryview, header: BatchHeader) -> tuple[int, int]:
         self._check_writable()
         active, base, last, now_ms = self._segment_for_append(len(batch), header)
-        active.append(batch, last, header.max_timestamp, self.config.index_interval_bytes, now_ms, base_offset=base)
+        active.append(batch, last, header.max_timestamp, self.config.index_interval_bytes, now_ms, base)
         self._log_end = last + 1
         self._unsynced_segments[active.base_offset] = active
         self._write_sequence += 1

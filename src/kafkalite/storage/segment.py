@@ -15,8 +15,8 @@ that needs it and closed by `release_log_fd` (the partition log keeps a few open
 descriptor (`open_for_flush`), which on Linux flushes every dirty page of the file whoever wrote it.
 
 Invariants: `size` is the length of the valid batches in `.log` (the file is truncated back to it when a write fails,
-and reads never look past it); every index entry points inside `size`. Writes use `pwrite` at `size`, reads `pread`,
-so no seek position is shared between readers and a failed write cannot shift the next one.
+and reads never look past it); every index entry points inside `size`. Writes use `pwrite` or `pwritev` at `size`,
+reads `pread`, so no seek position is shared between readers and a failed write cannot shift the next one.
 
 Durability is the caller's business: `PartitionLog.sync` fsyncs `.log` files off the event loop, and the three files
 (`open_for_flush()`) are fsynced together when the segment is rolled or the log closed. Indexes are derived data, so
@@ -50,6 +50,7 @@ RECOVERY_CHUNK_BYTES = 4 << 20
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _BATCH_LENGTH = struct.Struct(">i")
 _BATCH_LENGTH_AT = 8
+Buffer = bytes | bytearray | memoryview
 
 logger = logging.getLogger("kafkalite.storage")
 
@@ -283,33 +284,21 @@ class Segment:
 
     # --- append -----------------------------------------------------------------------------------------------
 
-    def append(
-        self,
-        batch: bytes | bytearray | memoryview,
-        last_offset: int,
-        max_timestamp: int,
-        index_interval: int,
-        now_ms: int,
-        base_offset: int | None = None,
-    ) -> None:
-        """Write one batch at the end; on failure the files are as before.
-
-        With `base_offset`, the batch is written with that base offset in place of its first 8 bytes (outside the
-        CRC), and `batch` itself is left as it is: a produced batch goes from the request's bytes to the file with no
-        copy. Without it, the batch's base offset is already the right one (the cleaner's rewrites).
-        """
+    def append(self, batch: Buffer, last: int, max_ts: int, index_interval: int, now_ms: int, base: int = -1) -> None:
+        """Write one batch (last offset `last`, max timestamp `max_ts`) at the end, with `base` in place of its base
+        offset unless -1, leaving `batch` as it is (no copy of a produced batch); on failure the files are as before."""
         position = self.size
-        plan = self._plan_index(position, last_offset, max_timestamp, index_interval)
+        plan = self._plan_index(position, last, max_ts, index_interval)
         log_fd = self._log()
         try:
-            if base_offset is None:
+            if base < 0:
                 self._ops.pwrite(log_fd, batch, position)
             else:
-                self._ops.pwritev(log_fd, rebased(batch, base_offset), position)
+                self._ops.pwritev(log_fd, rebased(batch, base), position)
         except OSError as exc:
             self._restore_log_size(log_fd)
             raise storage_error("append to", self.log_path, exc) from exc
-        self._apply(plan, len(batch), max_timestamp if position == 0 else None)
+        self._apply(plan, len(batch), max_ts if position == 0 else None)
         self.size += len(batch)
         self.last_modified_ms = now_ms
 

@@ -191,35 +191,22 @@ def valid_prefix(buf: bytes | bytearray | memoryview, pos: int = 0) -> tuple[int
     return pos, headers, None
 
 
-def patch_base_offset(buf: bytearray | memoryview, pos: int, base_offset: int) -> None:
-    """Write the broker-assigned base offset into the batch at `pos` (the CRC does not cover it).
-
-    Checked first, so a refusal writes nothing: a whole v2 header is at `pos`, and the batch's last offset
-    (base offset + last offset delta) fits in an int64.
-    """
-    _check_base_offset(buf, pos, base_offset)
-    _BASE_OFFSET.pack_into(buf, pos, base_offset)
-
-
 def rebased(batch: bytes | bytearray | memoryview, base_offset: int) -> tuple[bytes, memoryview]:
-    """The batch at the start of `batch` with `base_offset` as its base offset, as two parts to write (`os.pwritev`)
-    or join back to back: the new 8-byte field and a view of everything after it.
+    """The batch at the start of `batch` with the broker-assigned `base_offset` (a field the CRC does not cover), as
+    two parts to write (`os.pwritev`) or join back to back: the new 8-byte field and a view of everything after it.
 
-    `batch` itself is not modified, so it may be the bytes a request arrived in; checked as `patch_base_offset`.
+    `batch` itself is not modified, so it may be the bytes a request arrived in. Checked first: a whole v2 header is
+    there, and the batch's last offset (base offset + last offset delta) fits in an int64.
     """
-    _check_base_offset(batch, 0, base_offset)
-    return _BASE_OFFSET.pack(base_offset), memoryview(batch)[_BASE_OFFSET.size :]
-
-
-def _check_base_offset(buf: bytes | bytearray | memoryview, pos: int, base_offset: int) -> None:
-    available = len(buf) - pos
-    if pos < 0 or available < HEADER_SIZE:
-        raise CorruptRecordError(f"truncated batch header: {available} of {HEADER_SIZE} bytes at position {pos}")
-    if buf[pos + _MAGIC_AT] != MAGIC:
-        raise CorruptRecordError(f"unsupported magic {buf[pos + _MAGIC_AT]} at position {pos} (only RecordBatch v2)")
-    (last_offset_delta,) = _INT32.unpack_from(buf, pos + _LAST_OFFSET_DELTA_AT)
+    available = len(batch)
+    if available < HEADER_SIZE:
+        raise CorruptRecordError(f"truncated batch header: {available} of {HEADER_SIZE} bytes")
+    if batch[_MAGIC_AT] != MAGIC:
+        raise CorruptRecordError(f"unsupported magic {batch[_MAGIC_AT]} (only RecordBatch v2)")
+    (last_offset_delta,) = _INT32.unpack_from(batch, _LAST_OFFSET_DELTA_AT)
     if not 0 <= base_offset <= INT64_MAX - max(last_offset_delta, 0):
         raise ValueError(f"base offset {base_offset} (+ last offset delta {last_offset_delta}) is not a valid offset")
+    return _BASE_OFFSET.pack(base_offset), memoryview(batch)[_BASE_OFFSET.size :]
 
 
 def patch_log_append_time(buf: bytearray | memoryview, pos: int, header: BatchHeader, timestamp_ms: int) -> BatchHeader:
