@@ -48,7 +48,7 @@ DIGESTS = NATIVE.DIGESTS_FILE  # beside it: "<module> <sha256 of its source>" pe
 
 
 def _source(module: str) -> Path:
-    return SOURCE_ROOT.joinpath(*module.split(".")).with_suffix(".py")
+    return Path(NATIVE.source_path(module, str(SOURCE_ROOT)))
 
 
 def _digests() -> str:
