@@ -57,7 +57,7 @@ FULL = Sizes(
     consume_large=500_000,
     producer_processes=4,
     latency_s=10.0,
-    rates=(1_000, 10_000),
+    rates=(1_000, 10_000, 100_000),
     partition_counts=(1_000, 10_000),
     records_per_partition=10,
     connections=1_000,
@@ -103,6 +103,7 @@ SERVED = Metric("served", "%", True)
 ALL_ANSWERED = Metric("all answered", "s", False)
 PRODUCE_MSG_S = Metric("produce", "msg/s", True)
 CONSUME_MSG_S = Metric("consume", "msg/s", True)
+BROKER_CPU = Metric("broker CPU per message", "µs", False)
 
 
 @dataclass
@@ -145,6 +146,27 @@ def _rss_mb(pid: int) -> float:
     return psutil.Process(pid).memory_info().rss / 1e6
 
 
+class _BrokerCpu:
+    """The broker process's CPU time (user + system, every thread) over a block, per message: what the broker
+    itself spends on a row, whoever limits its throughput. A broker on threads of the bench process (the mock) has
+    no figure: its CPU cannot be told from the clients'."""
+
+    def __init__(self, running: Running) -> None:
+        self._process = None if running.pid is None else psutil.Process(running.pid)
+        self._began = self._seconds()
+
+    def _seconds(self) -> float:
+        if self._process is None:
+            return 0.0
+        times = self._process.cpu_times()
+        return float(times.user + times.system)
+
+    def add_to(self, values: dict[Metric, float], messages: int) -> None:
+        """Put the CPU time since this object was made, per message, into `values` (nothing for the mock)."""
+        if self._process is not None and messages > 0:
+            values[BROKER_CPU] = (self._seconds() - self._began) / messages * 1e6
+
+
 def _shortfall(what: str, done: int, wanted: int, error: str | None) -> list[str]:
     if done >= wanted:
         return []
@@ -169,24 +191,26 @@ def _rate(produced: Produced) -> float:
 def produce(size: int, partitions: int, acks: str, session: Session) -> Outcome:
     count = session.sizes.produce_small if size < KiB else session.sizes.produce_large
     topic = session.new_topic("produce", partitions)
+    cpu = _BrokerCpu(session.running)
     produced = session.client.produce(topic, partitions, b"x" * size, count, acks, session.deadline())
     rate = _rate(produced)
-    return Outcome(
-        {MSG_S: rate, MB_S: rate * size / 1e6},
-        _shortfall("acknowledged", produced.acknowledged, count, produced.first_error),
-    )
+    values = {MSG_S: rate, MB_S: rate * size / 1e6}
+    cpu.add_to(values, produced.acknowledged)
+    return Outcome(values, _shortfall("acknowledged", produced.acknowledged, count, produced.first_error))
 
 
 def consume(partitions: int, session: Session) -> Outcome:
     count = session.sizes.consume
     topic = session.new_topic("consume", partitions)
     filled = session.client.produce(topic, partitions, b"x" * 100, count, "1", session.deadline())
+    cpu = _BrokerCpu(session.running)
     consumed = session.client.consume(topic, partitions, filled.acknowledged, session.deadline())
     if consumed.first_record_s is None:
         raise RuntimeError(f"no message within {session.sizes.workload_timeout_s:.0f} s: {consumed.first_error}")
     values = {FIRST_RECORD: consumed.first_record_s}
     if consumed.reading_s > 0:
         values[MSG_S] = consumed.count / consumed.reading_s
+        cpu.add_to(values, consumed.count)
     notes = _shortfall("prefilled", filled.acknowledged, count, filled.first_error)
     notes += _shortfall("consumed", consumed.count, filled.acknowledged, consumed.first_error)
     return Outcome(values, notes)
@@ -197,14 +221,16 @@ def produce_from_processes(size: int, partitions: int, acks: str, session: Sessi
     count = session.sizes.produce_small if size < KiB else session.sizes.produce_large
     topic = session.new_topic("produce", partitions)
     processes = session.sizes.producer_processes
+    cpu = _BrokerCpu(session.running)
     produced = produce_in_processes(
         session.running.bootstrap, topic, partitions, b"x" * size, count, acks, processes,
         session.sizes.workload_timeout_s,
     )  # fmt: skip
     rate = _rate(produced)
+    values = {MSG_S: rate, MB_S: rate * size / 1e6}
+    cpu.add_to(values, produced.acknowledged)
     return Outcome(
-        {MSG_S: rate, MB_S: rate * size / 1e6},
-        _shortfall("acknowledged", produced.acknowledged, count // processes * processes, produced.first_error),
+        values, _shortfall("acknowledged", produced.acknowledged, count // processes * processes, produced.first_error)
     )
 
 
@@ -214,6 +240,7 @@ def consume_from_processes(size: int, partitions: int, session: Session) -> Outc
     count = session.sizes.consume if size < KiB else session.sizes.consume_large
     topic = session.new_topic("consume", partitions)
     filled = session.client.produce(topic, partitions, b"x" * size, count, "1", session.deadline())
+    cpu = _BrokerCpu(session.running)
     consumed = consume_in_processes(
         session.running.bootstrap, topic, partitions, session.sizes.producer_processes, filled.acknowledged,
         session.sizes.workload_timeout_s,
@@ -221,9 +248,11 @@ def consume_from_processes(size: int, partitions: int, session: Session) -> Outc
     if consumed.reading_s <= 0:
         raise RuntimeError(f"nothing read: {consumed.first_error}")
     rate = consumed.count / consumed.reading_s
+    values = {MSG_S: rate, MB_S: rate * size / 1e6}
+    cpu.add_to(values, consumed.count)
     notes = _shortfall("prefilled", filled.acknowledged, count, filled.first_error)
     notes += _shortfall("consumed", consumed.count, filled.acknowledged, consumed.first_error)
-    return Outcome({MSG_S: rate, MB_S: rate * size / 1e6}, notes)
+    return Outcome(values, notes)
 
 
 def consume_raw(size: int, partitions: int, session: Session) -> Outcome:
@@ -233,13 +262,16 @@ def consume_raw(size: int, partitions: int, session: Session) -> Outcome:
     topic = session.new_topic("consume", partitions)
     filled = session.client.produce(topic, partitions, b"x" * size, count, "1", session.deadline())
     host, port = session.running.host_port
+    cpu = _BrokerCpu(session.running)
     fetched = raw_fetch(host, port, topic, partitions, filled.acknowledged, session.sizes.workload_timeout_s)
     if fetched.first_at is None or fetched.last_at <= fetched.first_at:
         raise RuntimeError(f"too little read to time: {fetched.records} records ({fetched.error})")
     seconds = fetched.last_at - fetched.first_at
     notes = _shortfall("prefilled", filled.acknowledged, count, filled.first_error)
     notes += _shortfall("consumed", fetched.records, filled.acknowledged, fetched.error)
-    return Outcome({MSG_S: fetched.records / seconds, MB_S: fetched.record_bytes / seconds / 1e6}, notes)
+    values = {MSG_S: fetched.records / seconds, MB_S: fetched.record_bytes / seconds / 1e6}
+    cpu.add_to(values, fetched.records)
+    return Outcome(values, notes)
 
 
 WARM_UP = bytes(100)  # a zero send time marks a warm-up record
