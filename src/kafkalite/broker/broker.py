@@ -386,7 +386,9 @@ class Broker:
 
     # --- produce and fetch ------------------------------------------------------------------------------------
 
-    async def produce(self, topic: str, partition: int, records: bytes | bytearray, *, acks: int = -1) -> ProduceResult:
+    async def produce(
+        self, topic: str, partition: int, records: bytes | bytearray | memoryview, *, acks: int = -1
+    ) -> ProduceResult:
         """Append RecordBatch bytes to a partition; with acks=-1, return once they are durable."""
         self._check_open()
         target = self.partition(topic, partition)
@@ -399,7 +401,7 @@ class Broker:
         self,
         topic: str,
         partition: int,
-        records: bytes | bytearray,
+        records: bytes | bytearray | memoryview,
         *,
         transactional_id: str | None = None,
         implicit_add: bool = False,

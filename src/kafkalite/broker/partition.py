@@ -140,7 +140,7 @@ class Partition:
     def message_count(self) -> int:
         return self.log.log_end_offset - self.log.log_start_offset
 
-    async def append(self, records: bytes | bytearray, txn_check: TxnCheck | None = None) -> ProduceResult:
+    async def append(self, records: bytes | bytearray | memoryview, txn_check: TxnCheck | None = None) -> ProduceResult:
         """Validate and append the batches in `records`; raise a `KafkaLiteError` and change nothing on refusal."""
         batches = read_batches(records)
         if not batches:
@@ -202,7 +202,7 @@ class Partition:
         logger.debug("appended offsets %d..%d to %s-%d", first_offset, last_offset, self.topic, self.index)
         return ProduceResult(first_offset, last_offset, append_time, self.log.log_start_offset)
 
-    def _check_keys(self, batches: list[tuple[int, BatchHeader]], records: bytes | bytearray) -> None:
+    def _check_keys(self, batches: list[tuple[int, BatchHeader]], records: bytes | bytearray | memoryview) -> None:
         for pos, _ in batches:
             keyless = [index for index, key in enumerate(decode_columns(records, pos).keys) if key is None]
             if keyless:
@@ -217,7 +217,7 @@ class Partition:
                     record_errors=tuple((index, reason) for index in keyless),
                 )
 
-    def _check_limits(self, batches: list[tuple[int, BatchHeader]], records: bytes | bytearray) -> None:
+    def _check_limits(self, batches: list[tuple[int, BatchHeader]], records: bytes | bytearray | memoryview) -> None:
         size = len(records)
         max_batch = self.config.get_int("max.message.bytes")
         for _, header in batches:

@@ -4,7 +4,8 @@ kio generates one module per (API, version), each with its own request, response
 come and go with the version. `ApiSchema` wraps one such pair so that a handler can be written once for a range of
 versions:
 
-- `decode(frame, offset)` reads the request body (kio's native reader, which wants `bytes`);
+- `decode(frame, offset)` reads the request body (kio's native reader, which wants `bytes`; a large Produce request
+  is read by `produce_request`, which leaves its records in the frame instead of copying them);
 - `build("ClassName", **fields)` constructs a response-side class of this version, silently dropping fields the
   version does not have and converting plain values into kio's field types (error codes into `ErrorCode`,
   milliseconds into `timedelta`, epoch milliseconds into `datetime`, -1 into a null timestamp). Lists may stand
@@ -35,7 +36,7 @@ import itertools
 import struct
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Final
 
 from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
@@ -43,11 +44,13 @@ from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import SerialError
 
 from kafkalite.errors import ProtocolError
+from kafkalite.protocol.produce_request import RECORDS_VIEW_MIN_BYTES, read_with_record_views
 from kafkalite.protocol.request_guard import check_body, request_walker
 from kafkalite.protocol.wire import frame_response
 
 _Convert = Callable[[Any], Any]
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+PRODUCE: Final = 0  # the API key whose large requests keep their records in the frame (`produce_request`)
 
 
 def _error_code(value: Any) -> Any:
@@ -154,6 +157,10 @@ class ApiSchema:
         except ProtocolError as e:
             raise ProtocolError(f"undecodable api_key={self.api_key} v{self.version} body: {e}") from e
         try:
+            if self.api_key == PRODUCE and len(frame) - offset >= RECORDS_VIEW_MIN_BYTES:
+                viewed = read_with_record_views(frame, offset, self.request_type)
+                if viewed is not None:
+                    return viewed
             request, _ = self._read(frame, offset)
         except (SerialError, ValueError, OverflowError, KeyError) as e:  # kio: KeyError for an unknown tagged field
             raise ProtocolError(f"undecodable api_key={self.api_key} v{self.version} body: {e}") from e

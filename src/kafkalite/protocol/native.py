@@ -32,6 +32,7 @@ COMPILED_MODULES = (  # what setup.py compiles (it reads this tuple): every requ
     "kafkalite.protocol.wire",
     "kafkalite.protocol.request_guard",
     "kafkalite.protocol.messages",
+    "kafkalite.protocol.produce_request",
     "kafkalite.protocol.records.batch",
     "kafkalite.protocol.records.codec",
 )

@@ -63,7 +63,12 @@ def _failed(index: int, code: int, message: str | None, record_errors: _RecordEr
 
 
 async def _append_partition(
-    ctx: RequestContext, topic: str, index: int, records: bytes | None, acks: int, transactional_id: str | None
+    ctx: RequestContext,
+    topic: str,
+    index: int,
+    records: bytes | memoryview | None,
+    acks: int,
+    transactional_id: str | None,
 ) -> _Outcome:
     if acks not in (0, 1, -1):
         return _failed(index, INVALID_REQUIRED_ACKS, f"acks={acks} is not 0, 1 or -1")

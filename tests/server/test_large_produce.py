@@ -1,0 +1,116 @@
+"""Produce requests large enough that their records stay in the request's frame (`protocol.produce_request`): served
+over a socket to both storage engines, every version, the stored batches are the ones sent, and the refusals that
+read the records (compacted topics without keys, LogAppendTime stamping) behave as for a small request."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import RawClient
+from kafkalite.broker import Broker
+from kafkalite.protocol.produce_request import RECORDS_VIEW_MIN_BYTES
+from kafkalite.protocol.records import RecordToWrite, build_batch, read_batches, read_header
+from kafkalite.protocol.wire import ApiKey
+from kafkalite.server import serve
+from kafkalite.server.dispatch import supported_ranges
+
+pytestmark = pytest.mark.timeout(60)
+
+PRODUCE_VERSIONS = next(range(lo, hi + 1) for key, lo, hi in supported_ranges() if key == ApiKey.PRODUCE)
+BIG_VALUE = bytes(range(256)) * (RECORDS_VIEW_MIN_BYTES // 256 // 4)  # four of these pass the threshold
+
+
+@pytest.fixture(params=["file", "memory"])
+async def broker(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Broker]:
+    async with Broker(data_dir=tmp_path if request.param == "file" else None) as b:
+        yield b
+
+
+@pytest.fixture
+async def raw(broker: Broker) -> AsyncIterator[RawClient]:
+    async with serve(broker, "127.0.0.1", 0, max_frame_bytes=4 * RECORDS_VIEW_MIN_BYTES) as server:
+        client = await RawClient.connect(server)
+        try:
+            yield client
+        finally:
+            await client.close()
+
+
+def _batch(values: list[bytes], keys: list[bytes | None] | None = None) -> bytes:
+    keys = keys or [b"k"] * len(values)
+    records = [RecordToWrite(value, key=key) for value, key in zip(values, keys, strict=True)]
+    return build_batch(records, now_ms=int(time.time() * 1000))
+
+
+async def _produce(raw: RawClient, version: int, topic: Any, partitions: dict[int, bytes]) -> list[Any]:
+    data = [raw.nested(0, version, "PartitionProduceData", index=i, records=r) for i, r in partitions.items()]
+    entry = raw.nested(0, version, "TopicProduceData", name=topic.name, topic_id=topic.topic_id, partition_data=data)
+    response = await raw.request(0, version, transactional_id=None, acks=-1, timeout=1000, topic_data=[entry])
+    return list(response.responses[0].partition_responses)
+
+
+def _stored(broker: Broker, topic: str, partition: int) -> bytes:
+    return bytes(broker.fetch(topic, partition, 0, 64 * RECORDS_VIEW_MIN_BYTES).records)
+
+
+def _without_base_offset(batch: bytes) -> bytes:
+    return batch[8:]
+
+
+@pytest.mark.parametrize("version", PRODUCE_VERSIONS)
+async def test_a_large_request_stores_the_batches_it_carried(raw: RawClient, broker: Broker, version: int) -> None:
+    topic = await broker.create_topic(f"large-{version}", 2)
+    first = _batch([BIG_VALUE] * 3)
+    second = _batch([BIG_VALUE, b"small"])
+    small = _batch([b"one", b"two"])
+    assert len(first) + len(second) + len(small) >= RECORDS_VIEW_MIN_BYTES
+    answers = await _produce(raw, version, topic, {0: first + second, 1: small})
+    assert [(a.index, a.error_code, a.base_offset) for a in answers] == [(0, 0, 0), (1, 0, 0)]
+    stored = _stored(broker, topic.name, 0)
+    positions = read_batches(stored)
+    assert [read_header(stored, pos).base_offset for pos, _ in positions] == [0, 3]
+    assert [_without_base_offset(stored[pos : pos + h.size]) for pos, h in positions] == [
+        _without_base_offset(first),
+        _without_base_offset(second),
+    ]
+    assert _stored(broker, topic.name, 1)[8:] == small[8:]
+    again = await _produce(raw, version, topic, {0: _batch([BIG_VALUE] * 4)})
+    assert (again[0].error_code, again[0].base_offset) == (0, 5)
+
+
+async def test_a_large_request_to_a_compacted_topic_refuses_records_without_keys(
+    raw: RawClient, broker: Broker
+) -> None:
+    topic = await broker.create_topic("large-compacted", 1, {"cleanup.policy": "compact"})
+    keyless = _batch([BIG_VALUE] * 4 + [b"v"], [b"a", None, b"b", b"c", None])
+    (answer,) = await _produce(raw, 9, topic, {0: keyless})
+    assert answer.error_code == 87  # INVALID_RECORD
+    assert [e.batch_index for e in answer.record_errors] == [1, 4]
+    assert broker.partition(topic.name, 0).high_watermark == 0
+
+
+async def test_a_large_request_to_a_log_append_time_topic_is_stamped(raw: RawClient, broker: Broker) -> None:
+    topic = await broker.create_topic("large-append-time", 1, {"message.timestamp.type": "LogAppendTime"})
+    sent = _batch([BIG_VALUE] * 4)
+    before = int(time.time() * 1000)
+    (answer,) = await _produce(raw, 9, topic, {0: sent})
+    assert answer.error_code == 0
+    stamped = read_header(_stored(broker, topic.name, 0))
+    assert not read_header(sent).log_append_time
+    assert stamped.log_append_time
+    assert stamped.max_timestamp >= before
+
+
+async def test_a_large_request_naming_an_unknown_topic_id_is_refused(raw: RawClient, broker: Broker) -> None:
+    class Unknown:
+        name = "nobody"
+        topic_id = uuid.uuid4()
+
+    answers = await _produce(raw, 13, Unknown, {0: _batch([BIG_VALUE] * 4)})
+    assert [a.error_code for a in answers] == [100]  # UNKNOWN_TOPIC_ID
