@@ -315,10 +315,11 @@ def _how(results: Results) -> str:
   otherwise, so `fetch.wait.max.ms=500`; Redis: `XREAD BLOCK`); age = arrival − the send time written in the
   record (both processes read CLOCK_MONOTONIC). A broker that answers a waiting Fetch only when
   `fetch.wait.max.ms` runs out, rather than when data arrives, shows it here: with `fetch.wait.max.ms=10` the mock's
-  p50 at 1,000 msg/s fell from 282 ms to 5.6 ms (checked once by hand, not part of the table). In the first full
-  run all three Kafka-protocol peers fell behind at 10,000 msg/s (ages grew through the run, to seconds) while
-  Redis did not; the cause is not isolated yet (one suspect: at `linger.ms=0` the producer sends about one request
-  per record), so read that row as an upper bound on each broker's latency.
+  p50 at 1,000 msg/s fell from 282 ms to 5.6 ms (checked once by hand, not part of the table). At `linger.ms=0`
+  the producer sends a request for every few records (1.2 a request at 10,000 msg/s, 7 at 100,000), so these rows
+  measure each broker's cost per request more than anything else. Each row also gives the broker's CPU over the
+  sending window (% of one core) and how busy the whole host was (% of all its cores): the sender, the receiver
+  and the broker share the machine, and a host near 100% busy queues all three.
 - Many partitions: one topic of N partitions (creation timed), then {sizes["records_per_partition"]} × 100 B
   records per partition, acks=1. Connections: {sizes["connections"]:,} raw sockets opened at once, each sending
   Metadata v1 then one Produce v3 (one 100 B record, acks=1), all held open until every one is answered

@@ -104,6 +104,8 @@ ALL_ANSWERED = Metric("all answered", "s", False)
 PRODUCE_MSG_S = Metric("produce", "msg/s", True)
 CONSUME_MSG_S = Metric("consume", "msg/s", True)
 BROKER_CPU = Metric("broker CPU per message", "µs", False)
+BROKER_CPU_SHARE = Metric("broker CPU while sending", "% of one core", False)
+HOST_BUSY = Metric("host CPU busy while sending", "% of all cores", False)
 
 
 @dataclass
@@ -165,6 +167,26 @@ class _BrokerCpu:
         """Put the CPU time since this object was made, per message, into `values` (nothing for the mock)."""
         if self._process is not None and messages > 0:
             values[BROKER_CPU] = (self._seconds() - self._began) / messages * 1e6
+
+    def add_share_to(self, values: dict[Metric, float], seconds: float) -> None:
+        """Put the CPU time since this object was made as a share of one core over `seconds` into `values`."""
+        if self._process is not None and seconds > 0:
+            values[BROKER_CPU_SHARE] = (self._seconds() - self._began) / seconds * 100
+
+
+class _HostBusy:
+    """The share of every core's time the whole host spent busy (not idle or waiting for I/O) over a block: the
+    broker, the clients and anything else running."""
+
+    def __init__(self) -> None:
+        self._began = psutil.cpu_times()
+
+    def add_to(self, values: dict[Metric, float]) -> None:
+        now = psutil.cpu_times()
+        idle = (now.idle - self._began.idle) + (now.iowait - self._began.iowait)
+        total = sum(now) - sum(self._began)
+        if total > 0:
+            values[HOST_BUSY] = 100 * (1 - idle / total)
 
 
 def _shortfall(what: str, done: int, wanted: int, error: str | None) -> list[str]:
@@ -321,6 +343,7 @@ def end_to_end(rate: int, session: Session) -> Outcome:
                 send([WARM_UP])
                 warm.wait(0.1)
             began = time.perf_counter()
+            cpu, host = _BrokerCpu(running), _HostBusy()
             sent = 0
             while sent < count and time.perf_counter() < deadline:
                 due = min(count, int((time.perf_counter() - began) * rate) + 1)
@@ -328,6 +351,9 @@ def end_to_end(rate: int, session: Session) -> Outcome:
                 sent = due
                 time.sleep(max(0.0, began + sent / rate - time.perf_counter()))
             sending_s = time.perf_counter() - began
+            load: dict[Metric, float] = {}
+            cpu.add_share_to(load, sending_s)
+            host.add_to(load)
         expected.value = sent
         ages = sorted(out.get(timeout=DRAIN_S + 30))
     finally:
@@ -339,7 +365,7 @@ def end_to_end(rate: int, session: Session) -> Outcome:
     notes = _shortfall("sent", sent, count, None) + _shortfall(f"arrived within {DRAIN_S:.0f} s", len(ages), sent, None)
     if sent / sending_s < 0.9 * rate:
         notes.append(f"sent at {sent / sending_s:,.0f} msg/s only: the sender fell behind the rate")
-    return Outcome({P50: _percentile_ms(ages, 0.50), P99: _percentile_ms(ages, 0.99)}, notes)
+    return Outcome({P50: _percentile_ms(ages, 0.50), P99: _percentile_ms(ages, 0.99), **load}, notes)
 
 
 def _percentile_ms(sorted_ns: list[int], q: float) -> float:
