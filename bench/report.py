@@ -156,6 +156,7 @@ def _row(results: Results, workload_text: str, metric_name: str) -> Row | None:
 def targets(results: Results) -> list[Check]:
     produce = _peer_rows(results, "produce", "msg/s")
     consume = _peer_rows(results, "consume", "msg/s")
+    cpu = _peer_rows(results, "produce", "µs") + _peer_rows(results, "consume", "µs")
     acks_1 = [r for r in produce if r.workload.endswith("acks=1")]
     acks_all = [r for r in produce if r.workload.endswith("acks=all")]
     checks = [
@@ -163,10 +164,17 @@ def targets(results: Results) -> list[Check]:
         _ratio_check("produce throughput ≥ 1.0× Tansu (fsync=never)", produce, "tansu", 1.0, "kafkalite-nofsync"),
         _ratio_check("consume throughput ≥ 1.0× Tansu", consume, "tansu", 1.0),
         _ratio_check(
-            "broker CPU per message ≤ Tansu's, produce and consume rows (shown as Tansu's ÷ KafkaLite's ≥ 1.0×)",
-            _peer_rows(results, "produce", "µs") + _peer_rows(results, "consume", "µs"),
+            "broker CPU per message ≤ Tansu's (fsync=always), produce and consume rows (Tansu's ÷ KafkaLite's ≥ 1.0×)",
+            cpu,
             "tansu",
             1.0,
+        ),
+        _ratio_check(
+            "broker CPU per message ≤ Tansu's (fsync=never), produce and consume rows (Tansu's ÷ KafkaLite's ≥ 1.0×)",
+            cpu,
+            "tansu",
+            1.0,
+            "kafkalite-nofsync",
         ),
         _ratio_check("produce throughput ≥ 3× Redis Streams (acks=1 rows)", acks_1, "redis", 3.0),
         _ratio_check("consume throughput ≥ 3× Redis Streams", consume, "redis", 3.0),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import io
+import struct
 import uuid
 from typing import Any
 
@@ -143,4 +144,14 @@ def test_decode_refuses_a_large_request_whose_topic_name_is_not_utf8() -> None:
     name_at = frame.index(b"\x00\x02ab")
     frame[name_at + 2 : name_at + 4] = b"\xff\xfe"
     with pytest.raises(ProtocolError, match="undecodable"):
+        api_schema(0, 3).decode(bytes(frame), len(PREFIX))
+
+
+def test_decode_refuses_a_large_request_with_a_negative_records_length() -> None:
+    """The guard, which runs first, refuses a length below -1: this reader never sees one."""
+    records = b"r" * RECORDS_VIEW_MIN_BYTES
+    frame = bytearray(_frame(_request(3, [("t", [(0, records)])], None)))
+    length_at = frame.index(struct.pack(">i", len(records)) + records[:8])
+    frame[length_at : length_at + 4] = struct.pack(">i", -5)
+    with pytest.raises(ProtocolError, match="negative length -5"):
         api_schema(0, 3).decode(bytes(frame), len(PREFIX))
