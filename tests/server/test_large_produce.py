@@ -63,8 +63,24 @@ def _without_base_offset(batch: bytes) -> bytes:
     return batch[8:]
 
 
+@pytest.fixture
+def appended(broker: Broker, monkeypatch: pytest.MonkeyPatch) -> list[type]:
+    """The type of the records each `Broker.append` call was given, in order."""
+    types: list[type] = []
+    append = broker.append
+
+    async def recording(topic: str, partition: int, records: Any, **kwargs: Any) -> Any:
+        types.append(type(records))
+        return await append(topic, partition, records, **kwargs)
+
+    monkeypatch.setattr(broker, "append", recording)
+    return types
+
+
 @pytest.mark.parametrize("version", PRODUCE_VERSIONS)
-async def test_a_large_request_stores_the_batches_it_carried(raw: RawClient, broker: Broker, version: int) -> None:
+async def test_a_large_request_stores_the_batches_it_carried(
+    raw: RawClient, broker: Broker, appended: list[type], version: int
+) -> None:
     topic = await broker.create_topic(f"large-{version}", 2)
     first = _batch([BIG_VALUE] * 3)
     second = _batch([BIG_VALUE, b"small"])
@@ -72,6 +88,7 @@ async def test_a_large_request_stores_the_batches_it_carried(raw: RawClient, bro
     assert len(first) + len(second) + len(small) >= RECORDS_VIEW_MIN_BYTES
     answers = await _produce(raw, version, topic, {0: first + second, 1: small})
     assert [(a.index, a.error_code, a.base_offset) for a in answers] == [(0, 0, 0), (1, 0, 0)]
+    assert appended == [memoryview, memoryview]  # the records reached the broker as views of the frame
     stored = _stored(broker, topic.name, 0)
     positions = read_batches(stored)
     assert [read_header(stored, pos).base_offset for pos, _ in positions] == [0, 3]
@@ -82,6 +99,9 @@ async def test_a_large_request_stores_the_batches_it_carried(raw: RawClient, bro
     assert _stored(broker, topic.name, 1)[8:] == small[8:]
     again = await _produce(raw, version, topic, {0: _batch([BIG_VALUE] * 4)})
     assert (again[0].error_code, again[0].base_offset) == (0, 5)
+    small_request = await _produce(raw, version, topic, {1: _batch([b"three"])})
+    assert (small_request[0].error_code, small_request[0].base_offset) == (0, 2)
+    assert appended[-1] is bytes  # a small request is read by kio, records copied
 
 
 async def test_a_large_request_to_a_compacted_topic_refuses_records_without_keys(

@@ -44,7 +44,7 @@ from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import SerialError
 
 from kafkalite.errors import ProtocolError
-from kafkalite.protocol.produce_request import RECORDS_VIEW_MIN_BYTES, read_with_record_views
+from kafkalite.protocol.produce_request import partition_budget, read_with_record_views
 from kafkalite.protocol.request_guard import check_body, request_walker
 from kafkalite.protocol.wire import frame_response
 
@@ -157,8 +157,8 @@ class ApiSchema:
         except ProtocolError as e:
             raise ProtocolError(f"undecodable api_key={self.api_key} v{self.version} body: {e}") from e
         try:
-            if self.api_key == PRODUCE and len(frame) - offset >= RECORDS_VIEW_MIN_BYTES:
-                viewed = read_with_record_views(frame, offset, self.request_type)
+            if self.api_key == PRODUCE and (budget := partition_budget(len(frame) - offset)):
+                viewed = read_with_record_views(frame, offset, self.request_type, budget)
                 if viewed is not None:
                     return viewed
             request, _ = self._read(frame, offset)

@@ -7,7 +7,8 @@ wire, but a transactional batch adds its partition to the transaction (KIP-890 p
 client sends no AddPartitionsToTxn) · v13 names topics by id instead of by name.
 Versions 0-2 (legacy message sets) are not served: librdkafka needs v3+ before it uses RecordBatch v2 at all.
 
-Records stay opaque bytes from the request to the partition's log. acks=0 gets no response; an acks=0 produce that
+Records stay opaque bytes from the request to the partition's log (a large request's records are views of its frame,
+`protocol.produce_request`). acks=0 gets no response; an acks=0 produce that
 fails closes the connection, Kafka's only way to tell such a producer. Unknown topics are auto-created when the
 broker allows it. `timeout_ms` is ignored: with one replica nothing waits for followers.
 
