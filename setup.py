@@ -43,7 +43,7 @@ def _native_module() -> Any:
 NATIVE = _native_module()
 MODULES: tuple[str, ...] = NATIVE.COMPILED_MODULES
 GROUP = "kafkalite.protocol._native"
-SHARED_LIB = f"{GROUP}__mypyc"  # the code of all five: kafkalite/protocol/_native__mypyc.*.so
+SHARED_LIB = f"{GROUP}__mypyc"  # the code of all of them: kafkalite/protocol/_native__mypyc.*.so
 DIGESTS = NATIVE.DIGESTS_FILE  # beside it: "<module> <sha256 of its source>" per line
 
 

@@ -311,9 +311,13 @@ def _how(results: Results) -> str:
   `recv` and a copy (timed from the first request to the last records). The consume rows read
   {sizes["consume"]:,} × 100 B or {sizes.get("consume_large", 0):,} × 1 KiB, written first (acks=1, not timed).
 - Broker CPU per message (produce and consume rows): the broker process's CPU time (user + system, all its
-  threads, from psutil) over the timed part of the row, divided by the records acknowledged or read. Where the
-  clients limit a row's throughput, this is the figure that ranks the brokers. The mock lives on threads of the
-  bench process, whose CPU cannot be told from the clients': it has no figure.
+  threads, from psutil) over the row's client calls, divided by the records acknowledged or read. The window is a
+  little wider than the throughput's: a produce row's from the producer's creation to its final flush, a consume
+  row's from the consumers' start to their close (the group consume row includes subscribing and the group join),
+  a raw Fetch row's from the connection on. Where the clients limit a row's throughput, this is the figure that ranks
+  the brokers. Its resolution is the kernel's 10 ms clock tick: a row whose broker spends well under a second of CPU
+  (the raw Fetch rows: a few ticks) carries that as an error of several percent or more. The mock lives on threads
+  of the bench process, whose CPU cannot be told from the clients': it has no figure.
 - Redis Streams: redis-py {meta["versions"].get("redis")}; a partition is a stream `<topic>-<n>`; produce is
   pipelined `XADD` (1,000 per round trip); consume is `XREADGROUP … NOACK COUNT 10000` over all streams of a new
   group from id 0; no acks=all, many-partition or connection rows (no equivalent).

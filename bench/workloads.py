@@ -182,11 +182,19 @@ class _HostBusy:
         self._began = psutil.cpu_times()
 
     def add_to(self, values: dict[Metric, float]) -> None:
-        now = psutil.cpu_times()
-        idle = (now.idle - self._began.idle) + (now.iowait - self._began.iowait)
-        total = sum(now) - sum(self._began)
+        """Busy = every field but idle and iowait, of the time the host's cores had: Linux counts guest time inside
+        user and nice as well (not added twice), and time stolen by the hypervisor was nobody's (left out)."""
+        now, began = psutil.cpu_times(), self._began
+        total = sum(now) - sum(began) - sum(_repeated(now)) + sum(_repeated(began))
+        idle = (now.idle - began.idle) + (now.iowait - began.iowait)
         if total > 0:
             values[HOST_BUSY] = 100 * (1 - idle / total)
+
+
+def _repeated(times: Any) -> tuple[float, ...]:
+    """The fields of a `psutil.cpu_times()` that are not time of their own: guest time (already in user and nice)
+    and stolen time."""
+    return tuple(getattr(times, name, 0.0) for name in ("guest", "guest_nice", "steal"))
 
 
 def _shortfall(what: str, done: int, wanted: int, error: str | None) -> list[str]:
