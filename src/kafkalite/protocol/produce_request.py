@@ -63,12 +63,10 @@ def read_with_record_views(frame: bytes, offset: int, request_type: type[Any], m
     view = memoryview(frame)
     pos = offset
     partitions_left = max_partitions
-    if flexible:
-        transactional_id, used = read_compact_string_nullable(frame, pos)
-        pos += used
-    else:
-        transactional_id, used = read_nullable_legacy_string(frame, pos)
-        pos += used
+    read_nullable_string = read_compact_string_nullable if flexible else read_nullable_legacy_string
+    read_string = read_compact_string if flexible else read_legacy_string
+    transactional_id, used = read_nullable_string(frame, pos)
+    pos += used
     acks, used = read_int16(frame, pos)
     pos += used
     timeout, used = read_timedelta_i32(frame, pos)
@@ -80,13 +78,9 @@ def read_with_record_views(frame: bytes, offset: int, request_type: type[Any], m
     for _ in range(topic_count):
         if by_id:
             topic_id, used = read_uuid(frame, pos)
-            pos += used
-        elif flexible:
-            name, used = read_compact_string(frame, pos)
-            pos += used
         else:
-            name, used = read_legacy_string(frame, pos)
-            pos += used
+            name, used = read_string(frame, pos)
+        pos += used
         partition_count, pos = _array_length(frame, pos, flexible)
         partitions_left -= partition_count
         if partition_count < 0 or partitions_left < 0:
