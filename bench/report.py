@@ -330,8 +330,9 @@ def _how(results: Results) -> str:
   p50 at 1,000 msg/s fell from 282 ms to 5.6 ms (checked once by hand, not part of the table). At `linger.ms=0`
   the producer sends a request for every few records (1.2 a request at 10,000 msg/s, 7 at 100,000), so these rows
   measure each broker's cost per request more than anything else. Each row also gives the broker's CPU over the
-  sending window (% of one core) and how busy the whole host was (% of all its cores): the sender, the receiver
-  and the broker share the machine, and a host near 100% busy queues all three.
+  sending window (% of one core) and the CPU of the sender, the receiver and the broker together (% of all the
+  host's cores; runs before 2026-12-01 16:00 UTC gave the host's busy share from /proc/stat instead, "host CPU busy",
+  which this VM at times under-reported): the three share the machine, and near 100% all three queue.
 - Many partitions: one topic of N partitions (creation timed), then {sizes["records_per_partition"]} × 100 B
   records per partition, acks=1. Connections: {sizes["connections"]:,} raw sockets opened at once, each sending
   Metadata v1 then one Produce v3 (one 100 B record, acks=1), all held open until every one is answered

@@ -34,6 +34,8 @@ from typing import Any
 
 import confluent_kafka
 
+from bench.machine import process_cpu_seconds
+
 HERE = Path(__file__).resolve().parent.parent
 TOPIC = "request-cost"
 PADDING = bytes(92)  # 8-byte send time + 92 = 100 B records, as the end-to-end row sends
@@ -55,11 +57,6 @@ def _receive(port: int, count: int, out: Any) -> None:
             ages.append(time.monotonic_ns() - sent_ns)
     consumer.close()
     out.put(ages)
-
-
-def _cpu_ticks(pid: int) -> int:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return int(fields[11]) + int(fields[12])  # utime + stime of every thread, in clock ticks
 
 
 def _percentile_ms(values: list[int], q: float) -> float:
@@ -115,7 +112,7 @@ def _drive(pid: int, port: int, rate: int, seconds: float) -> dict[str, float]:
     receiver = spawn.Process(target=_receive, args=(port, count, out))
     receiver.start()
     time.sleep(2)  # the consumer connected and positioned
-    ticks = _cpu_ticks(pid)
+    cpu_began = process_cpu_seconds(pid)
     began = time.perf_counter()
     sent = 0
     while sent < count:
@@ -126,7 +123,7 @@ def _drive(pid: int, port: int, rate: int, seconds: float) -> dict[str, float]:
         sent = due
         time.sleep(max(0.0, began + sent / rate - time.perf_counter()))
     window_s = time.perf_counter() - began
-    cpu_s = (_cpu_ticks(pid) - ticks) / os.sysconf("SC_CLK_TCK")
+    cpu_s = process_cpu_seconds(pid) - cpu_began
     producer.flush(60)
     ages: list[int] = out.get(timeout=180)
     receiver.join(10)

@@ -35,6 +35,8 @@ from typing import Any
 import confluent_kafka
 import confluent_kafka.admin
 
+from bench.machine import process_cpu_seconds
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "security"))
 from certs import make_pki
 
@@ -140,12 +142,6 @@ def _consume(config: dict[str, Any], topic: str, count: int) -> float:
     return elapsed
 
 
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU time of every thread of process `pid`."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _pin(broker_pid: int) -> None:
     """Broker threads on CPU 1, this process (and the client threads it starts later) on CPU 0."""
     for thread in os.listdir(f"/proc/{broker_pid}/task"):
@@ -180,9 +176,9 @@ def main() -> None:
                     for listener, text in configs.items():
                         config = json.loads(text)
                         topic = f"bench-{listener.lower()}-{size}-{rnd}"
-                        broker_cpu, client_cpu = _cpu_seconds(process.pid), time.process_time()
+                        broker_cpu, client_cpu = process_cpu_seconds(process.pid), time.process_time()
                         produce_s = _produce(config, topic, size, count)
-                        broker_cpu = _cpu_seconds(process.pid) - broker_cpu
+                        broker_cpu = process_cpu_seconds(process.pid) - broker_cpu
                         client_cpu = time.process_time() - client_cpu
                         consume_s = _consume(config, topic, count)
                         rows.setdefault(f"produce {size} B {listener}", []).append(count / produce_s)
