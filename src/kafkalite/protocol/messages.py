@@ -36,7 +36,7 @@ import itertools
 import struct
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, Final
+from typing import Any
 
 from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
@@ -46,11 +46,10 @@ from kio.serial.errors import SerialError
 from kafkalite.errors import ProtocolError
 from kafkalite.protocol.produce_request import partition_budget, read_with_record_views
 from kafkalite.protocol.request_guard import check_body, request_walker
-from kafkalite.protocol.wire import frame_response
+from kafkalite.protocol.wire import ApiKey, frame_response
 
 _Convert = Callable[[Any], Any]
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
-PRODUCE: Final = 0  # the API key whose large requests keep their records in the frame (`produce_request`)
 
 
 def _error_code(value: Any) -> Any:
@@ -157,7 +156,7 @@ class ApiSchema:
         except ProtocolError as e:
             raise ProtocolError(f"undecodable api_key={self.api_key} v{self.version} body: {e}") from e
         try:
-            if self.api_key == PRODUCE and (budget := partition_budget(len(frame) - offset)):
+            if self.api_key == ApiKey.PRODUCE and (budget := partition_budget(len(frame) - offset)):
                 viewed = read_with_record_views(frame, offset, self.request_type, budget)
                 if viewed is not None:
                     return viewed
