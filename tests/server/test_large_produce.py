@@ -4,6 +4,7 @@ read the records (compacted topics without keys, LogAppendTime stamping) behave 
 
 from __future__ import annotations
 
+import struct
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -17,7 +18,7 @@ from kafkalite.broker import Broker
 from kafkalite.protocol.produce_request import RECORDS_VIEW_MIN_BYTES
 from kafkalite.protocol.records import RecordToWrite, build_batch, read_batches, read_header
 from kafkalite.protocol.wire import ApiKey
-from kafkalite.server import serve
+from kafkalite.server import KafkaServer, serve
 from kafkalite.server.dispatch import supported_ranges
 
 pytestmark = pytest.mark.timeout(60)
@@ -33,13 +34,18 @@ async def broker(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
 
 
 @pytest.fixture
-async def raw(broker: Broker) -> AsyncIterator[RawClient]:
-    async with serve(broker, "127.0.0.1", 0, max_frame_bytes=4 * RECORDS_VIEW_MIN_BYTES) as server:
-        client = await RawClient.connect(server)
-        try:
-            yield client
-        finally:
-            await client.close()
+async def server(broker: Broker) -> AsyncIterator[KafkaServer]:
+    async with serve(broker, "127.0.0.1", 0, max_frame_bytes=4 * RECORDS_VIEW_MIN_BYTES) as s:
+        yield s
+
+
+@pytest.fixture
+async def raw(server: KafkaServer) -> AsyncIterator[RawClient]:
+    client = await RawClient.connect(server)
+    try:
+        yield client
+    finally:
+        await client.close()
 
 
 def _batch(values: list[bytes], keys: list[bytes | None] | None = None) -> bytes:
@@ -134,3 +140,27 @@ async def test_a_large_request_naming_an_unknown_topic_id_is_refused(raw: RawCli
 
     answers = await _produce(raw, 13, Unknown, {0: _batch([BIG_VALUE] * 4)})
     assert [a.error_code for a in answers] == [100]  # UNKNOWN_TOPIC_ID
+
+
+async def test_a_large_request_with_an_unknown_tagged_field_closes_only_its_connection(
+    raw: RawClient, broker: Broker, server: KafkaServer, appended: list[type]
+) -> None:
+    """An undecodable large request is a protocol error like any other: its connection closes, nothing is written,
+    and the broker goes on serving a new connection."""
+    topic = await broker.create_topic("large-tagged", 1)
+    data = [raw.nested(0, 9, "PartitionProduceData", index=0, records=_batch([BIG_VALUE] * 4))]
+    entry = raw.nested(0, 9, "TopicProduceData", name=topic.name, partition_data=data)
+    frame = bytearray(raw.encode(0, 9, transactional_id=None, acks=-1, timeout=1000, topic_data=[entry]))
+    assert frame[-3:] == b"\x00\x00\x00"  # the partition's, the topic's and the request's tagged-field counts
+    frame[-3:-2] = b"\x01\x05\x01\x00"  # the partition gets one unknown tagged field
+    frame[:4] = struct.pack(">i", len(frame) - 4)
+    await raw.send_raw(bytes(frame))
+    assert await raw.is_closed_by_server()
+    assert appended == []
+    assert broker.partition(topic.name, 0).high_watermark == 0
+    again = await RawClient.connect(server)
+    try:
+        answers = await _produce(again, 9, topic, {0: _batch([b"after"])})
+    finally:
+        await again.close()
+    assert [(a.error_code, a.base_offset) for a in answers] == [(0, 0)]
