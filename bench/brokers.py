@@ -8,7 +8,8 @@ request (Kafka Metadata, or Redis PING) from a fresh client.
 librdkafka's mock cluster has no CreateTopics and auto-creates every topic with 4 partitions, so it is created
 through librdkafka's own C API (`rd_kafka_new` with `test.mock.num.brokers=1`, then `rd_kafka_mock_topic_create`)
 from the library bundled with confluent-kafka. It runs on librdkafka threads inside the bench process, next to the
-client it serves; its handle lives as long as the round.
+client it serves; its handle lives as long as the round. Its CPU time is that of the threads its creation started
+(`Running.threads`), which the clients' threads, started later, are not among.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ import confluent_kafka
 import redis
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from bench.machine import own_threads, process_cpu_seconds, threads_cpu_seconds
+
 Wire = Literal["kafka", "redis"]
 HOST = "127.0.0.1"
 START_TIMEOUT_S = 60.0
@@ -58,6 +61,11 @@ class Running:
     create_topic: Callable[[str, int], None]
     recent_output: Callable[[], str]
     exit_code: Callable[[], int | None]
+    threads: frozenset[int] = frozenset()  # a broker on threads of the bench process (the mock): their ids
+
+    def cpu_seconds(self) -> float:
+        """The broker's user + system CPU time so far: its process's, or its threads' in the bench process."""
+        return process_cpu_seconds(self.pid) if self.pid is not None else threads_cpu_seconds(self.threads)
 
     @property
     def host_port(self) -> tuple[str, int]:
@@ -208,6 +216,7 @@ class _MockCluster:
         lib.rd_kafka_mock_topic_create.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_int]
         lib.rd_kafka_destroy.argtypes = [ctypes.c_void_p]
         self._lib = lib
+        before = own_threads()
         error = ctypes.create_string_buffer(512)
         conf = lib.rd_kafka_conf_new()
         for key, value in {"test.mock.num.brokers": "1", "log_level": "3"}.items():
@@ -218,6 +227,9 @@ class _MockCluster:
             raise RuntimeError(f"librdkafka: {error.value.decode()}")
         self._cluster = lib.rd_kafka_handle_mock_cluster(self._handle)
         self.bootstrap: str = lib.rd_kafka_mock_cluster_bootstraps(self._cluster).decode()
+        # The threads the handle started: the mock cluster's own ("rdk:mock", which serves every request) and the
+        # handle's, idle. Their CPU time is the mock's, apart from the clients' in the same process.
+        self.threads = own_threads() - before
 
     def create_topic(self, topic: str, partitions: int) -> None:
         code = self._lib.rd_kafka_mock_topic_create(self._cluster, topic.encode(), partitions, 1)
@@ -245,6 +257,7 @@ def _mock() -> Iterator[Running]:
             create_topic=cluster.create_topic,
             recent_output=lambda: "",
             exit_code=lambda: None,
+            threads=cluster.threads,
         )
     finally:
         cluster.close()

@@ -151,26 +151,25 @@ def _rss_mb(pid: int) -> float:
 
 
 class _BrokerCpu:
-    """The broker process's CPU time (user + system, every thread) over a block, per message: what the broker
-    itself spends on a row, whoever limits its throughput. A broker on threads of the bench process (the mock) has
-    no figure: its CPU cannot be told from the clients'."""
+    """The broker's CPU time (user + system, every thread of its process; for the mock, the threads it runs on in
+    the bench process) over a block, per message: what the broker itself spends on a row, whoever limits its
+    throughput."""
 
     def __init__(self, running: Running) -> None:
-        self._pid = running.pid
-        self._began = 0.0 if self._pid is None else process_cpu_seconds(self._pid)
+        self._running = running
+        self._began = running.cpu_seconds()
 
     def _used(self) -> float:
-        assert self._pid is not None
-        return process_cpu_seconds(self._pid) - self._began
+        return self._running.cpu_seconds() - self._began
 
     def add_to(self, values: dict[Metric, float], messages: int) -> None:
-        """Put the CPU time since this object was made, per message, into `values` (nothing for the mock)."""
-        if self._pid is not None and messages > 0:
+        """Put the CPU time since this object was made, per message, into `values`."""
+        if messages > 0:
             values[BROKER_CPU] = self._used() / messages * 1e6
 
     def add_share_to(self, values: dict[Metric, float], seconds: float) -> None:
         """Put the CPU time since this object was made as a share of one core over `seconds` into `values`."""
-        if self._pid is not None and seconds > 0:
+        if seconds > 0:
             values[BROKER_CPU_SHARE] = self._used() / seconds * 100
 
 
