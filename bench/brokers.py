@@ -263,11 +263,11 @@ def _mock() -> Iterator[Running]:
         cluster.close()
 
 
-def _kafkalite_argv(fsync: str) -> Callable[[int, Path], list[str]]:
+def _kafkalite_argv(fsync: str, *, memory: bool = False) -> Callable[[int, Path], list[str]]:
     kafkalite = str(Path(sys.executable).with_name("kafkalite"))
     return lambda port, data_dir: [
-        *[kafkalite, "serve", "--host", HOST, "--port", str(port), "--data-dir", str(data_dir), "--no-http"],
-        *["--fsync", fsync, "--log-level", "WARNING"],
+        *[kafkalite, "serve", "--host", HOST, "--port", str(port), "--data-dir", "memory" if memory else str(data_dir)],
+        *["--no-http", "--fsync", fsync, "--log-level", "WARNING"],
     ]
 
 
@@ -330,6 +330,13 @@ PEERS: list[Peer] = [
         "kafka",
         "`kafkalite serve --fsync never`, file storage (page cache only)",
         _subprocess_peer("kafkalite-nofsync", "kafka", _kafkalite_argv("never"), r"KafkaLite ready on"),
+    ),
+    Peer(
+        "kafkalite-memory",
+        "KafkaLite in memory",
+        "kafka",
+        "`kafkalite serve --data-dir memory`: the memory engine, no files (as Tansu and the mock keep records here)",
+        _subprocess_peer("kafkalite-memory", "kafka", _kafkalite_argv("never", memory=True), r"KafkaLite ready on"),
     ),
     Peer(
         "tansu",
