@@ -331,7 +331,10 @@ def _how(results: Results) -> str:
   (the raw Fetch rows: a few ticks) carries that as an error of several percent or more. The mock lives on threads
   of the bench process, next to the single-client rows' client: its figure is the CPU time of the threads that
   creating it started (the mock cluster's own thread, which serves every request, and its handle's, idle), read
-  per thread from /proc (runs before 2026-12-01 18:00 UTC have no mock figure).
+  per thread from /proc (runs before 2026-12-01 16:30 UTC have no mock figure).
+- The mock is not a log: each of its partitions keeps at most 5 MiB and 100,000 batches and drops the oldest
+  (librdkafka's mock partition limits). Its produce rows store a window it writes over again, and its consume rows
+  read what is left (under "Notes and failures": about 380,000 of 1,000,000 × 100 B, 40,000 of 500,000 × 1 KiB).
 - Redis Streams: redis-py {meta["versions"].get("redis")}; a partition is a stream `<topic>-<n>`; produce is
   pipelined `XADD` (1,000 per round trip); consume is `XREADGROUP … NOACK COUNT 10000` over all streams of a new
   group from id 0; no acks=all, many-partition or connection rows (no equivalent).

@@ -1,0 +1,99 @@
+"""What one small Produce request costs the broker's request path alone: `server.dispatch` called in a loop, in
+process, on the frame of a one-record Produce request, against a broker with the file engine (fsync off). No socket,
+no event-loop turn, no client: the decode, the handler, the log append and the encoded answer.
+
+    .venv/bin/python -m bench.dispatch_cost [--requests 20000] [--version 9] [--profile]
+
+Prints the best of 5 repeats in µs per request (the frame and the log stay in the CPU's caches, so this is the
+path's floor, not what a loaded broker pays). `--profile` runs the repeats under cProfile instead and prints the
+functions by their own time, with the call count per request: the profile's overhead inflates every figure, so
+read its shares, not its times.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import io
+import pstats
+import struct
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from kio.index import load_request_schema
+from kio.serial import entity_writer
+
+from kafkalite.broker import Broker
+from kafkalite.protocol.messages import build
+from kafkalite.protocol.records import RecordToWrite, build_batch
+from kafkalite.server.dispatch import ServerInfo, dispatch
+
+TOPIC = "dispatch-cost"
+REPEATS = 5
+
+
+def produce_frame(version: int) -> bytes:
+    """A Produce request frame (without its size prefix) of one 100 B record for partition 0, acks=1, as a client
+    with `linger.ms=0` sends it."""
+    request_type = load_request_schema(0, version)
+    module = sys.modules[request_type.__module__]
+    batch = build_batch([RecordToWrite(bytes(100))], now_ms=int(time.time() * 1000))
+    partition = build(module.PartitionProduceData, {"index": 0, "records": batch})
+    topic = build(module.TopicProduceData, {"name": TOPIC, "partition_data": [partition]})
+    header_type = request_type.__header_schema__
+    buffer = io.BytesIO()
+    header = {"request_api_key": 0, "request_api_version": version, "correlation_id": 7, "client_id": "bench"}
+    entity_writer(header_type)(buffer, header_type(**header))
+    body = {"transactional_id": None, "acks": 1, "timeout": 1000, "topic_data": [topic]}
+    entity_writer(request_type)(buffer, build(request_type, body))
+    return buffer.getvalue()
+
+
+async def run(requests: int, version: int, profile: cProfile.Profile | None) -> float:
+    """The best µs per request over the repeats."""
+    frame = produce_frame(version)
+    with tempfile.TemporaryDirectory(prefix="kl-dispatch-cost-") as data:
+        async with Broker(data_dir=Path(data), fsync=False) as broker:
+            await broker.create_topic(TOPIC, 1)
+            server = ServerInfo(0, "127.0.0.1", 9092)
+            for _ in range(2000):  # warm-up: caches, the answer template, the segment file
+                await dispatch(broker, server, frame, "127.0.0.1")
+            best = float("inf")
+            for _ in range(REPEATS):
+                if profile is not None:
+                    profile.enable()
+                began = time.perf_counter()
+                for _ in range(requests):
+                    answer = await dispatch(broker, server, frame, "127.0.0.1")
+                best = min(best, (time.perf_counter() - began) / requests)
+                if profile is not None:
+                    profile.disable()
+            appended = broker.partition(TOPIC, 0).log.log_end_offset
+            if not isinstance(answer, bytes) or struct.unpack_from(">i", answer, 4)[0] != 7:
+                raise RuntimeError(f"unexpected answer {answer!r}")
+            if appended != 2000 + REPEATS * requests:
+                raise RuntimeError(f"{appended} records appended, not {2000 + REPEATS * requests}")
+    return best * 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--requests", type=int, default=20_000)
+    parser.add_argument("--version", type=int, default=9, help="Produce version (3-12)")
+    parser.add_argument("--profile", action="store_true")
+    args = parser.parse_args()
+    profile = cProfile.Profile() if args.profile else None
+    per_request = asyncio.run(run(args.requests, args.version, profile))
+    print(f"{per_request:.2f} µs per one-record Produce request (v{args.version}), best of {REPEATS}")
+    if profile is not None:
+        stats = pstats.Stats(profile)
+        calls = sum(entry[1] for entry in stats.stats.values())  # type: ignore[attr-defined]
+        print(f"{calls / (REPEATS * args.requests):.0f} function calls per request")
+        stats.sort_stats("tottime").print_stats(25)
+
+
+if __name__ == "__main__":
+    main()
