@@ -8,8 +8,8 @@ request (Kafka Metadata, or Redis PING) from a fresh client.
 librdkafka's mock cluster has no CreateTopics and auto-creates every topic with 4 partitions, so it is created
 through librdkafka's own C API (`rd_kafka_new` with `test.mock.num.brokers=1`, then `rd_kafka_mock_topic_create`)
 from the library bundled with confluent-kafka. It runs on librdkafka threads inside the bench process, next to the
-client it serves; its handle lives as long as the round. Its CPU time is that of the threads its creation started
-(`Running.threads`), which the clients' threads, started later, are not among.
+client it serves; its handle lives as long as the round. Its CPU time is that of the thread its creation started
+to serve requests ("rdk:mock", `Running.threads`), which no client thread, started later, can be taken for.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ import confluent_kafka
 import redis
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from bench.machine import own_threads, process_cpu_seconds, threads_cpu_seconds
+from bench.machine import own_threads, process_cpu_seconds, thread_start_ticks, threads_cpu_seconds
 
 Wire = Literal["kafka", "redis"]
 HOST = "127.0.0.1"
@@ -61,7 +61,9 @@ class Running:
     create_topic: Callable[[str, int], None]
     recent_output: Callable[[], str]
     exit_code: Callable[[], int | None]
-    threads: frozenset[int] = frozenset()  # a broker on threads of the bench process (the mock): their ids
+    threads: frozenset[tuple[int, int]] = (
+        frozenset()
+    )  # a broker on threads of the bench process (the mock): (id, start)
 
     def cpu_seconds(self) -> float:
         """The broker's user + system CPU time so far: its process's, or its threads' in the bench process."""
@@ -227,9 +229,16 @@ class _MockCluster:
             raise RuntimeError(f"librdkafka: {error.value.decode()}")
         self._cluster = lib.rd_kafka_handle_mock_cluster(self._handle)
         self.bootstrap: str = lib.rd_kafka_mock_cluster_bootstraps(self._cluster).decode()
-        # The threads the handle started: the mock cluster's own ("rdk:mock", which serves every request) and the
-        # handle's, idle. Their CPU time is the mock's, apart from the clients' in the same process.
-        self.threads = own_threads() - before
+        # The mock cluster's own thread, "rdk:mock", serves every request (the handle's other threads idle): its CPU
+        # time is the mock's, apart from the clients' in the same process. Named by id and start time, since the
+        # kernel hands the id of an ended thread to the next one.
+        self.threads = frozenset(
+            (tid, thread_start_ticks(tid))
+            for tid, name in own_threads().items()
+            if tid not in before and name == "rdk:mock"
+        )
+        if not self.threads:
+            raise RuntimeError("librdkafka's mock cluster started no rdk:mock thread")
 
     def create_topic(self, topic: str, partitions: int) -> None:
         code = self._lib.rd_kafka_mock_topic_create(self._cluster, topic.encode(), partitions, 1)

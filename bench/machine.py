@@ -41,18 +41,30 @@ def process_cpu_seconds(pid: int) -> float:
     return _stat_cpu_seconds(Path(f"/proc/{pid}/stat"))
 
 
-def own_threads() -> frozenset[int]:
-    """The ids of this process's threads now (to tell which threads a library call started)."""
-    return frozenset(int(tid) for tid in os.listdir("/proc/self/task"))
+def own_threads() -> dict[int, str]:
+    """This process's threads now, by thread id: their names (to tell which threads a library call started)."""
+    names: dict[int, str] = {}
+    for tid in os.listdir("/proc/self/task"):
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+            names[int(tid)] = Path(f"/proc/self/task/{tid}/comm").read_text().strip()
+    return names
 
 
-def threads_cpu_seconds(thread_ids: frozenset[int]) -> float:
-    """User + system CPU time so far of the threads of this process in `thread_ids` (a thread that has ended counts
-    no more)."""
+def thread_start_ticks(tid: int) -> int:
+    """When thread `tid` of this process started (field 22 of proc(5), in clock ticks since boot): with the id, it
+    names one thread, since the kernel reuses the ids of threads that have ended."""
+    return int(Path(f"/proc/self/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+
+
+def threads_cpu_seconds(threads: frozenset[tuple[int, int]]) -> float:
+    """User + system CPU time so far of the threads of this process named by (thread id, start time); a thread that
+    has ended, or whose id now belongs to another thread, counts no more."""
     total = 0.0
-    for tid in thread_ids:
-        with contextlib.suppress(FileNotFoundError):
-            total += _stat_cpu_seconds(Path(f"/proc/self/task/{tid}/stat"))
+    for tid, started in threads:
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+            fields = Path(f"/proc/self/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
+            if int(fields[19]) == started:
+                total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     return total
 
 

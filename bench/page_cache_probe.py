@@ -4,18 +4,19 @@ process) per KiB, and the rate, of writing 1 MiB chunks into memory that is new 
     .venv/bin/python -m bench.page_cache_probe [--dir DIR] [--gib 2]
 
 Four writes of `--gib` GiB each, in this order:
+- `memory, first touch`: into a new anonymous mapping, which stays mapped until the end (a broker that keeps every
+  record in its own memory: KafkaLite's memory engine, Tansu's `memory://`);
 - `page cache, growing`: `pwrite` into new files that stay, so the page cache takes memory it does not hold yet
   (how a broker's log grows: KafkaLite's file engine, Kafka);
 - `page cache, just freed`: those files deleted, the same again into new files, so the kernel hands back the pages
   it has just freed;
-- `memory, first touch`: into a new anonymous mapping (a broker that keeps every record in its own memory:
-  KafkaLite's memory engine, Tansu's `memory://`);
-- `memory, rewritten`: into the same mapping again (a broker that keeps a bounded window and reuses it: librdkafka's
-  mock cluster keeps at most 5 MiB and 100,000 batches per partition and drops the oldest).
+- `memory, rewritten`: into the first mapping again (a broker that keeps a bounded window and reuses it:
+  librdkafka's mock cluster keeps at most 5 MiB and 100,000 batches per partition and drops the oldest).
 
-No `fsync`: the files are deleted at the end, before any writeback was asked for. The figures depend on what the
-machine did since it booted (memory the guest of a virtual machine touches for the first time can cost the host a
-fault per page), so compare the four within one run.
+The first two take memory nothing in this process has used yet; they come first so that neither lands on pages
+the other has just freed. No `fsync`: the files are deleted at the end, before any writeback was asked for. The
+figures depend on what the machine did since it booted (memory the guest of a virtual machine touches for the
+first time can cost the host a fault per page), so compare the four within one run.
 """
 
 from __future__ import annotations
@@ -71,21 +72,23 @@ def _mapping_writer(mapping: mmap.mmap, data: bytes) -> Callable[[], int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dir", help="directory on the disk to write to (default: the temp directory)")
-    parser.add_argument("--gib", type=int, default=2, help="GiB per write")
+    parser.add_argument("--dir", default=".", help="directory on the disk to write to (default: here; not a tmpfs)")
+    parser.add_argument("--gib", type=int, default=2, help="GiB per write (at least 1)")
     args = parser.parse_args()
+    if args.gib < 1:
+        parser.error("--gib must be at least 1")
     total = args.gib * 1024 * CHUNK
     data = os.urandom(CHUNK)
     rows: list[tuple[str, tuple[float, float]]] = []
-    with tempfile.TemporaryDirectory(dir=args.dir, prefix="page-cache-probe-") as scratch:
-        directory = Path(scratch)
-        rows.append(("page cache, growing", measure(_files_writer(directory, "growing", total, data))))
-        for path in directory.iterdir():
-            path.unlink()
-        rows.append(("page cache, just freed", measure(_files_writer(directory, "again", total, data))))
     mapping = mmap.mmap(-1, total)
     try:
         rows.append(("memory, first touch", measure(_mapping_writer(mapping, data))))
+        with tempfile.TemporaryDirectory(dir=args.dir, prefix="page-cache-probe-") as scratch:
+            directory = Path(scratch)
+            rows.append(("page cache, growing", measure(_files_writer(directory, "growing", total, data))))
+            for path in directory.iterdir():
+                path.unlink()
+            rows.append(("page cache, just freed", measure(_files_writer(directory, "again", total, data))))
         rows.append(("memory, rewritten", measure(_mapping_writer(mapping, data))))
     finally:
         mapping.close()
