@@ -8,12 +8,13 @@ DATA   ?= ./data
 
 .PHONY: run test lint typecheck layers unit docs docs-check bench fmt clean
 
-# The stamp files re-run the install whenever pyproject.toml, setup.py or a protocol source changes: the install
-# compiles the protocol layer's per-request modules with mypyc, beside their sources (setup.py; when that fails they
-# stay Python). An editable install leaves KafkaLite's own modules uncompiled to bytecode (pip byte-compiles only what
+# The stamp files re-run the install whenever pyproject.toml, setup.py or the source of a compiled module's package
+# changes: the install compiles the per-request modules (`kafkalite.protocol.native.COMPILED_MODULES`) with mypyc,
+# beside their sources (setup.py; when that fails they stay Python). An editable install leaves KafkaLite's own modules uncompiled to bytecode (pip byte-compiles only what
 # it copies), so each stamp compiles them: the first `kafkalite serve` then starts as fast as every later one (Python
 # recompiles any module edited since).
-BUILD_INPUTS := pyproject.toml setup.py $(wildcard src/kafkalite/protocol/*.py src/kafkalite/protocol/records/*.py)
+BUILD_INPUTS := pyproject.toml setup.py $(wildcard src/kafkalite/protocol/*.py src/kafkalite/protocol/records/*.py \
+	src/kafkalite/storage/*.py src/kafkalite/broker/partition.py)
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -56,11 +57,12 @@ typecheck: $(VENV)/.installed-test
 layers: $(VENV)/.installed-test
 	$(BIN)/lint-imports
 
-# Every test runs on the build's form of the protocol layer (compiled where a C compiler was found); the protocol and
-# server tests then run again on its pure-Python form, the fallback of a machine without one.
+# Every test runs on the build's form of the compiled modules (compiled where a C compiler was found); the protocol,
+# storage, broker and server tests then run again on their pure-Python form, the fallback of a machine without one
+# (all but the storage crash loops marked slow, which the first pass runs).
 unit: $(VENV)/.installed-test $(APPS_VENV)/.installed
 	$(BIN)/python -m pytest -q
-	KAFKALITE_PURE_PYTHON=1 $(BIN)/python -m pytest -q tests/protocol tests/server
+	KAFKALITE_PURE_PYTHON=1 $(BIN)/python -m pytest -q -m "not slow" tests/protocol tests/storage tests/broker tests/server
 
 # The documentation site (mkdocs.yml): `make docs` builds it into site/; `make test` builds it strictly into a
 # scratch directory, so a broken link, a bad reference or a stale generated table fails the suite.

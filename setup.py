@@ -1,8 +1,9 @@
-"""Build step: compile the protocol layer's per-request modules with mypyc, or install them as plain Python.
+"""Build step: compile the per-request modules with mypyc, or install them as plain Python.
 
 Everything else about the package is declared in `pyproject.toml`. The modules in `MODULES` below are type-checked
-Python that mypyc turns into C extensions: the request frame reader, the request guard, the message codec and the
-record-batch codec, which every request and every embedded record passes through. The Python source stays the
+Python that mypyc turns into C extensions: the request frame reader, the request guard, the message codec, the
+record-batch codec and the append path of the storage and broker layers, which every request and every embedded
+record passes through. The Python source stays the
 reference and the fallback:
 
 - set `KAFKALITE_COMPILE=0` to install without compiling;

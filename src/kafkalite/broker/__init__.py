@@ -3,8 +3,9 @@
 from kafkalite.broker.broker import EARLIEST, LATEST, MAX_TIMESTAMP, Broker
 from kafkalite.broker.dead_letter import DeadLetterQueue
 from kafkalite.broker.dead_letter_format import DeadLetter, Replay, dead_letter_topic, retry_topic
+from kafkalite.broker.fetch_data import FetchData
 from kafkalite.broker.offsets import OFFSETS_TOPIC, CommittedOffset, OffsetManager
-from kafkalite.broker.partition import FetchData, Partition, ProduceResult
+from kafkalite.broker.partition import Partition, ProduceResult
 from kafkalite.broker.topic import Topic
 from kafkalite.config import BrokerConfig, ConfigEntry, TopicConfig
 

@@ -23,12 +23,13 @@ from types import TracebackType
 from typing import Any, Self
 
 from kafkalite.broker.dead_letter import DeadLetterQueue
+from kafkalite.broker.fetch_data import FetchData
 from kafkalite.broker.group_service import GroupService
 from kafkalite.broker.log_cleaner import LogCleaner
 from kafkalite.broker.log_reader import scan_records
 from kafkalite.broker.metadata_store import MetadataStore, new_cluster_id
 from kafkalite.broker.offsets import OFFSETS_TOPIC, OffsetManager
-from kafkalite.broker.partition import FetchData, Partition, ProduceResult
+from kafkalite.broker.partition import Partition, ProduceResult
 from kafkalite.broker.producer_ids import ProducerIds
 from kafkalite.broker.topic import Topic, log_settings, validate_topic_name
 from kafkalite.broker.transaction_log import TRANSACTION_STATE_TOPIC, TransactionLog

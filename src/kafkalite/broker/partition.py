@@ -25,9 +25,9 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from dataclasses import dataclass
 
+from kafkalite.broker.fetch_data import FetchData
 from kafkalite.broker.log_reader import scan_batches
 from kafkalite.broker.partition_transactions import OpenTransactions
 from kafkalite.broker.producer_state import ProducerStateTable
@@ -58,7 +58,9 @@ logger = logging.getLogger("kafkalite.partition")
 PRODUCER_STATE_WINDOW = 100_000  # records scanned back from the log end to rebuild idempotence state on start
 
 
-@dataclass(frozen=True, slots=True)
+# No `slots=True` on this module's dataclasses: it may run compiled (mypyc), and a compiled class has no `__dict__`
+# to begin with; a slotted dataclass is a second class that mypyc cannot build.
+@dataclass(frozen=True)
 class ProduceResult:
     """Where a produce landed: the first and last offsets assigned, and the stamp for LogAppendTime topics."""
 
@@ -68,21 +70,7 @@ class ProduceResult:
     log_start_offset: int
 
 
-RecordsT = TypeVar("RecordsT", bytes, bytes | FileRecords)
-
-
-@dataclass(frozen=True, slots=True)
-class FetchData(Generic[RecordsT]):
-    """One partition's read: `bytes`, or for a Fetch answer (`Partition.read_for_send`) possibly `FileRecords`."""
-
-    records: RecordsT
-    high_watermark: int
-    log_start_offset: int
-    last_stable_offset: int
-    aborted_transactions: list[AbortedTxn] | None = field(default=None)  # None unless read_committed
-
-
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class ProducerDescription:
     """One producer as DescribeProducers reports it."""
 

@@ -1,10 +1,11 @@
-"""Compiled or pure Python: which form of the protocol layer's per-request modules this process runs.
+"""Compiled or pure Python: which form of the per-request modules this process runs.
 
-The build (`setup.py`) compiles a few modules of this package with mypyc: the frame reader, the request guard, the
-message codec and the record-batch codec. It writes the extensions beside the sources, and a list of the modules it
-compiled with a SHA-256 digest of each one's source (`_native.sources`). Python's import system prefers an extension
-to a `.py` file of the same name, so normally nothing needs doing. This module steps in when the extensions must not
-be used, and the package's `__init__` calls `install()` before any of them is imported:
+The build (`setup.py`) compiles a few modules with mypyc: of this package, the frame reader, the request guard, the
+message codec and the record-batch codec; of the storage and broker layers, the append path (`COMPILED_MODULES`).
+It writes the extensions beside the sources, and a list of the modules it compiled with a SHA-256 digest of each
+one's source (`_native.sources`). Python's import system prefers an extension to a `.py` file of the same name, so
+normally nothing needs doing. This module steps in when the extensions must not be used, and the package's
+`__init__` calls `install()` before any of them is imported:
 
 - `KAFKALITE_PURE_PYTHON=1` in the environment asks for the Python source (the test suite runs both forms);
 - a source that no longer matches its digest was edited after the build: its extension is stale. The compiled
@@ -35,6 +36,15 @@ COMPILED_MODULES = (  # what setup.py compiles (it reads this tuple): every requ
     "kafkalite.protocol.produce_request",
     "kafkalite.protocol.records.batch",
     "kafkalite.protocol.records.codec",
+    # The append path: every produced batch passes through these (the storage engines' base class and both engines,
+    # the segment and its roll rule, the partition's checks). `kafkalite.storage` and `kafkalite.broker` import this
+    # package before any of them, so `install()` has decided first.
+    "kafkalite.storage.policy",
+    "kafkalite.storage.segment",
+    "kafkalite.storage.segmented_log",
+    "kafkalite.storage.partition_log",
+    "kafkalite.storage.memory_log",
+    "kafkalite.broker.partition",
 )
 PURE_ENV = "KAFKALITE_PURE_PYTHON"
 DIGESTS_FILE = "_native.sources"
