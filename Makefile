@@ -10,8 +10,9 @@ DATA   ?= ./data
 
 # The stamp files re-run the install whenever pyproject.toml, setup.py or the source of a compiled module's package
 # changes: the install compiles the per-request modules (`kafkalite.protocol.native.COMPILED_MODULES`) with mypyc,
-# beside their sources (setup.py; when that fails they stay Python). An editable install leaves KafkaLite's own modules uncompiled to bytecode (pip byte-compiles only what
-# it copies), so each stamp compiles them: the first `kafkalite serve` then starts as fast as every later one (Python
+# beside their sources (setup.py; when that fails they stay Python). An editable install leaves KafkaLite's own
+# modules uncompiled to bytecode (pip byte-compiles only what it copies), so each stamp compiles them: the first
+# `kafkalite serve` then starts as fast as every later one (Python
 # recompiles any module edited since).
 BUILD_INPUTS := pyproject.toml setup.py $(wildcard src/kafkalite/protocol/*.py src/kafkalite/protocol/records/*.py \
 	src/kafkalite/storage/*.py src/kafkalite/broker/partition.py)

@@ -81,7 +81,7 @@ class BuildWithFallback(build_ext):
 
 def _extensions() -> list[Any]:
     if os.environ.get("KAFKALITE_COMPILE", "1") == "0":
-        print("kafkalite: KAFKALITE_COMPILE=0: installing the protocol modules as Python", file=sys.stderr)
+        print("kafkalite: KAFKALITE_COMPILE=0: installing the compiled modules as Python", file=sys.stderr)
         return []
     try:
         from mypyc.build import mypycify

@@ -58,9 +58,7 @@ logger = logging.getLogger("kafkalite.partition")
 PRODUCER_STATE_WINDOW = 100_000  # records scanned back from the log end to rebuild idempotence state on start
 
 
-# No `slots=True` on this module's dataclasses: it may run compiled (mypyc), and a compiled class has no `__dict__`
-# to begin with; a slotted dataclass is a second class that mypyc cannot build.
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ProduceResult:
     """Where a produce landed: the first and last offsets assigned, and the stamp for LogAppendTime topics."""
 
@@ -70,7 +68,7 @@ class ProduceResult:
     log_start_offset: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ProducerDescription:
     """One producer as DescribeProducers reports it."""
 

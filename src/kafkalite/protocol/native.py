@@ -40,6 +40,7 @@ COMPILED_MODULES = (  # what setup.py compiles (it reads this tuple): every requ
     # the segment and its roll rule, the partition's checks). `kafkalite.storage` and `kafkalite.broker` import this
     # package before any of them, so `install()` has decided first.
     "kafkalite.storage.policy",
+    "kafkalite.storage.transaction_index",  # its AbortedTxn: compiled code reads a named tuple's fields by position
     "kafkalite.storage.segment",
     "kafkalite.storage.segmented_log",
     "kafkalite.storage.partition_log",

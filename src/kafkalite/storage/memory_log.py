@@ -196,9 +196,7 @@ class MemoryLog(SegmentedLog[_MemorySegment]):
             raise ClosedError("the log is closed")
 
 
-# No `slots=True` on this module's dataclasses: it may run compiled (mypyc), whose classes have no `__dict__` to
-# begin with; a slotted dataclass is a second class that mypyc cannot build.
-@dataclass
+@dataclass(slots=True)
 class _MemorySource:
     """A snapshot of one segment's batches (`compactor.SourceSegment`)."""
 
@@ -223,7 +221,7 @@ class _MemorySink:
         self.segment.add(batch, header.base_offset, header.max_timestamp, self._now_ms)
 
 
-@dataclass
+@dataclass(slots=True)
 class _MemoryCleaningJob:
     """A cleaning of a `MemoryLog`'s first `stats.cleanable_segments` segments (`compactor.CleaningJob`)."""
 
