@@ -232,11 +232,15 @@ class _MockCluster:
         # The mock cluster's own thread, "rdk:mock", serves every request (the handle's other threads idle): its CPU
         # time is the mock's, apart from the clients' in the same process. Named by id and start time, since the
         # kernel hands the id of an ended thread to the next one.
-        self.threads = frozenset(
-            (tid, thread_start_ticks(tid))
-            for tid, name in own_threads().items()
-            if tid not in before and name == "rdk:mock"
-        )
+        self.threads: frozenset[tuple[int, int]] = frozenset()
+        deadline = time.monotonic() + 5.0  # a new thread takes its name a moment after it starts
+        while not self.threads and time.monotonic() < deadline:
+            started = {tid: name for tid, name in own_threads().items() if tid not in before}
+            self.threads = frozenset(
+                (tid, thread_start_ticks(tid)) for tid, name in started.items() if name == "rdk:mock"
+            )
+            if not self.threads:
+                time.sleep(0.01)
         if not self.threads:
             raise RuntimeError("librdkafka's mock cluster started no rdk:mock thread")
 

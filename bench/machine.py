@@ -38,7 +38,7 @@ def _output(argv: list[str]) -> str:
 def process_cpu_seconds(pid: int) -> float:
     """User + system CPU time of every thread of process `pid` so far (fields 14 and 15 of proc(5)); it counts in
     the kernel's clock ticks, 10 ms on the usual configuration."""
-    return _stat_cpu_seconds(Path(f"/proc/{pid}/stat"))
+    return _cpu_seconds(_stat_fields(Path(f"/proc/{pid}/stat")))
 
 
 def own_threads() -> dict[int, str]:
@@ -53,7 +53,7 @@ def own_threads() -> dict[int, str]:
 def thread_start_ticks(tid: int) -> int:
     """When thread `tid` of this process started (field 22 of proc(5), in clock ticks since boot): with the id, it
     names one thread, since the kernel reuses the ids of threads that have ended."""
-    return int(Path(f"/proc/self/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+    return int(_stat_fields(Path(f"/proc/self/task/{tid}/stat"))[_START_TIME])
 
 
 def threads_cpu_seconds(threads: frozenset[tuple[int, int]]) -> float:
@@ -62,15 +62,22 @@ def threads_cpu_seconds(threads: frozenset[tuple[int, int]]) -> float:
     total = 0.0
     for tid, started in threads:
         with contextlib.suppress(FileNotFoundError, ProcessLookupError):
-            fields = Path(f"/proc/self/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
-            if int(fields[19]) == started:
-                total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            fields = _stat_fields(Path(f"/proc/self/task/{tid}/stat"))
+            if int(fields[_START_TIME]) == started:
+                total += _cpu_seconds(fields)
     return total
 
 
-def _stat_cpu_seconds(stat: Path) -> float:
-    fields = stat.read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+# Indexes into a stat line's fields after the command name: proc(5)'s field N is at N - 3.
+_UTIME, _STIME, _START_TIME = 11, 12, 19
+
+
+def _stat_fields(stat: Path) -> list[str]:
+    return stat.read_text().rsplit(")", 1)[1].split()
+
+
+def _cpu_seconds(fields: list[str]) -> float:
+    return (int(fields[_UTIME]) + int(fields[_STIME])) / os.sysconf("SC_CLK_TCK")
 
 
 def machine() -> dict[str, str]:
