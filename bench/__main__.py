@@ -23,7 +23,7 @@ import traceback
 from pathlib import Path
 
 from bench import report
-from bench.brokers import PEERS, Peer, baseline_peer
+from bench.brokers import EXTRA_PEERS, PEERS, Peer, baseline_peer
 from bench.machine import machine, versions
 from bench.results import Results
 from bench.workloads import EMBEDDED_SUBJECTS, FULL, QUICK, Sizes, Workload, embedded_round, plan, session_for
@@ -120,7 +120,13 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="small counts, 1 round: a smoke run of every workload")
     parser.add_argument("--rounds", type=int, help="override the mode's number of rounds")
-    parser.add_argument("--peers", help="comma-separated subset of: " + ", ".join(p.name for p in PEERS))
+    parser.add_argument(
+        "--peers",
+        help="comma-separated subset of: "
+        + ", ".join(p.name for p in PEERS)
+        + "; or also of these, run only when named: "
+        + ", ".join(p.name for p in EXTRA_PEERS),
+    )
     parser.add_argument(
         "--only",
         action="append",
@@ -150,10 +156,10 @@ def main(argv: list[str] | None = None) -> None:
     if args.rounds:
         sizes = dataclasses.replace(sizes, rounds=args.rounds)
     wanted = set(args.peers.split(",")) if args.peers else {p.name for p in PEERS}
-    unknown = wanted - {p.name for p in PEERS}
+    unknown = wanted - {p.name for p in PEERS + EXTRA_PEERS}
     if unknown:
         parser.error(f"unknown peers: {', '.join(sorted(unknown))}")
-    peers = [p for p in PEERS if p.name in wanted]
+    peers = [p for p in PEERS + EXTRA_PEERS if p.name in wanted]
     for number, source in enumerate(args.baseline or ()):
         peers.insert(1 + number, baseline_peer(source, args.baseline_fsync))
     workloads = [

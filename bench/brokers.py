@@ -276,12 +276,22 @@ def _mock() -> Iterator[Running]:
         cluster.close()
 
 
-def _kafkalite_argv(fsync: str, *, memory: bool = False) -> Callable[[int, Path], list[str]]:
+def _kafkalite_argv(fsync: str, *, memory: bool = False, window: bool = False) -> Callable[[int, Path], list[str]]:
     kafkalite = str(Path(sys.executable).with_name("kafkalite"))
+    overrides = [f"--override={key}={value}" for key, value in WINDOW_SETTINGS.items()] if window else []
     return lambda port, data_dir: [
         *[kafkalite, "serve", "--host", HOST, "--port", str(port), "--data-dir", "memory" if memory else str(data_dir)],
-        *["--no-http", "--fsync", fsync, "--log-level", "WARNING"],
+        *["--no-http", "--fsync", fsync, "--log-level", "WARNING", *overrides],
     ]
+
+
+WINDOW_SETTINGS: dict[str, int] = {
+    "log.retention.bytes": 5 * 1024 * 1024,
+    "log.segment.bytes": 1024 * 1024,
+    "log.retention.check.interval.ms": 50,
+}
+"""A log that keeps about what the mock keeps: 5 MiB per partition (in closed 1 MiB segments, deleted by a retention
+pass every 50 ms, so a little more between passes), where the mock keeps at most 5 MiB and 100,000 batches."""
 
 
 def _tansu_argv(port: int, data_dir: Path) -> list[str]:
@@ -373,3 +383,29 @@ PEERS: list[Peer] = [
         _subprocess_peer("redis", "redis", _redis_argv, r"Ready to accept connections"),
     ),
 ]
+
+EXTRA_PEERS: list[Peer] = [
+    Peer(
+        "kafkalite-window",
+        "KafkaLite fsync=never, 5 MiB kept",
+        "kafka",
+        "`kafkalite serve --fsync never`, file storage, keeping about 5 MiB per partition as the mock does "
+        "(`log.retention.bytes` 5 MiB, `log.segment.bytes` 1 MiB, a retention pass every 50 ms)",
+        _subprocess_peer("kafkalite-window", "kafka", _kafkalite_argv("never", window=True), r"KafkaLite ready on"),
+    ),
+    Peer(
+        "kafkalite-memory-window",
+        "KafkaLite in memory, 5 MiB kept",
+        "kafka",
+        "`kafkalite serve --data-dir memory`, keeping about 5 MiB per partition as the mock does (settings as "
+        "`kafkalite-window`)",
+        _subprocess_peer(
+            "kafkalite-memory-window",
+            "kafka",
+            _kafkalite_argv("never", memory=True, window=True),
+            r"KafkaLite ready on",
+        ),
+    ),
+]
+"""Peers run only when named in `--peers`: like-for-like with the mock's bounded partitions, to tell what a log
+that grows costs from what KafkaLite's code costs. Their consume rows read only what they kept, as the mock's do."""

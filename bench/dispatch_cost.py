@@ -2,12 +2,15 @@
 process, on the frame of a one-record Produce request, against a broker with the file engine (fsync off). No socket,
 no event-loop turn, no client: the decode, the handler, the log append and the encoded answer.
 
-    .venv/bin/python -m bench.dispatch_cost [--requests 20000] [--version 9] [--profile]
+    .venv/bin/python -m bench.dispatch_cost [--requests 20000] [--version 9] [--profile | --read]
 
 Prints the best of 5 repeats in µs per request (the frame and the log stay in the CPU's caches, so this is the
 path's floor, not what a loaded broker pays). `--profile` runs the repeats under cProfile instead and prints the
 functions by their own time, with the calls per request it sees (not those inside the compiled protocol modules):
 the profile's overhead inflates every figure, so read its shares, not its times.
+
+`--read` times, after each such request, the read a consumer that keeps up makes next: the batch just appended, as
+a Fetch answer reads it (`Broker.fetch_for_send`, 1 MiB at most), for the file engine and the memory engine.
 """
 
 from __future__ import annotations
@@ -79,14 +82,46 @@ async def run(requests: int, version: int, profile: cProfile.Profile | None) -> 
     return best * 1e6
 
 
+async def read_cost(requests: int, *, memory: bool) -> float:
+    """The best µs per read of the batch just appended, over the repeats (the appends themselves not timed)."""
+    frame = produce_frame(9)
+    with tempfile.TemporaryDirectory(prefix="kl-dispatch-cost-") as data:
+        async with Broker(data_dir=None if memory else Path(data), fsync=False) as broker:
+            await broker.create_topic(TOPIC, 1)
+            server = ServerInfo(0, "127.0.0.1", 9092)
+            log = broker.partition(TOPIC, 0).log
+            for _ in range(2000):
+                await dispatch(broker, server, frame, "127.0.0.1")
+            best = float("inf")
+            for _ in range(REPEATS):
+                reading = 0.0
+                for _ in range(requests):
+                    await dispatch(broker, server, frame, "127.0.0.1")
+                    offset = log.log_end_offset - 1
+                    began = time.perf_counter()
+                    found = broker.fetch_for_send(TOPIC, 0, offset, 1 << 20)
+                    reading += time.perf_counter() - began
+                    if not isinstance(found.records, bytes) or struct.unpack_from(">q", found.records)[0] != offset:
+                        raise RuntimeError(f"the read at {offset} returned {found.records!r}")
+                best = min(best, reading / requests)
+    return best * 1e6
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=20_000, help="requests per repeat (at least 1)")
     parser.add_argument("--version", type=int, default=9, help="Produce version (3-12)")
-    parser.add_argument("--profile", action="store_true")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--profile", action="store_true")
+    mode.add_argument("--read", action="store_true", help="time the read of the batch just appended instead")
     args = parser.parse_args()
     if args.requests < 1:
         parser.error("--requests must be at least 1")
+    if args.read:
+        for engine, memory in (("file", False), ("memory", True)):
+            per_read = asyncio.run(read_cost(args.requests, memory=memory))
+            print(f"{per_read:.2f} µs per read of the batch just appended ({engine} engine), best of {REPEATS}")
+        return
     profile = cProfile.Profile() if args.profile else None
     per_request = asyncio.run(run(args.requests, args.version, profile))
     if profile is None:

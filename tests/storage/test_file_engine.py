@@ -18,6 +18,8 @@ from kafkalite.errors import StorageError
 from kafkalite.protocol.records import read_batches
 from kafkalite.storage import LogConfig, PartitionLog
 from kafkalite.storage.file_ops import FileOps
+from kafkalite.storage.file_records import FileRecords
+from kafkalite.storage.segment import SCAN_CHUNK_BYTES
 
 from .logkit import FakeClock, append, make_batch
 
@@ -388,3 +390,79 @@ def test_pwritev_finishes_a_short_write(tmp_path: Path, monkeypatch: pytest.Monk
         assert os.pread(fd, 100, 0) == b"\0\0\0\x0012345678abcdefghij"
     finally:
         os.close(fd)
+
+
+class CountingOps(FileOps):
+    """Counts `pread` calls: how many system calls a read makes."""
+
+    def __init__(self) -> None:
+        self.preads = 0
+
+    def pread(self, fd: int, size: int, position: int) -> bytes:
+        self.preads += 1
+        return super().pread(fd, size, position)
+
+
+def file_records_bytes(records: FileRecords | bytes) -> bytes:
+    if isinstance(records, bytes):
+        return records
+    try:
+        return os.pread(records.fd, records.size, records.position)
+    finally:
+        records.close()
+
+
+@pytest.mark.parametrize("interval", [1, 1_000, 1 << 20])  # an entry per batch, the default's scale, none after 0
+def test_reads_find_the_batch_and_stop_at_a_batch_end_whatever_the_scan_reads(tmp_path: Path, interval: int) -> None:
+    """The scan from an index entry reads `SCAN_CHUNK_BYTES` at a time: batches straddling its chunks, scans longer
+    than one chunk and answers larger than it are read exactly as the file holds them."""
+    log = PartitionLog.open(tmp_path / "t-0", LogConfig(index_interval_bytes=interval), file_ops=CountingOps())
+    appended = fill(log, 700)
+    whole = (tmp_path / "t-0" / f"{0:020d}.log").read_bytes()
+    assert len(whole) > 5 * SCAN_CHUNK_BYTES
+    batches = read_batches(whole)
+    starts = {header.base_offset: (position, header) for position, header in batches}
+    for base, last in appended[::7] + appended[-3:]:
+        for offset in (base, last):
+            position, header = starts[base]
+            for max_bytes in (1, 3 * header.size, 40_000, 1 << 20):
+                bound = position + max(max_bytes, header.size)
+                end = max(p + h.size for p, h in batches if position <= p and p + h.size <= bound)
+                expected = whole[position:end]
+                assert log.read(offset, max_bytes) == expected, (offset, max_bytes)
+                assert file_records_bytes(log.read_file_records(offset, max_bytes)) == expected, (offset, max_bytes)
+    log.close()
+
+
+def test_a_read_near_the_log_end_is_one_system_call(tmp_path: Path) -> None:
+    """A consumer that keeps up reads the last few batches: the scan's one `pread` also holds the answer."""
+    ops = CountingOps()
+    log = PartitionLog.open(tmp_path / "t-0", LogConfig(), file_ops=ops)  # index.interval.bytes 4096, as Kafka's
+    appended = [append(log, make_batch(1, value_size=100, tag=n)) for n in range(2_000)]
+    for base, _ in appended[-20:]:
+        ops.preads = 0
+        answer = log.read(base, 1 << 20)
+        assert read_batches(answer)[0][1].base_offset == base
+        assert ops.preads == 1
+        ops.preads = 0
+        assert file_records_bytes(log.read_file_records(base, 1 << 20)) == answer
+        assert ops.preads == 1
+    log.close()
+
+
+def test_reads_after_a_truncation_find_the_batches_appended_since(tmp_path: Path) -> None:
+    """The positions a segment remembers for its last batches are dropped with the batches a truncation cuts: the
+    same offsets, appended again with other sizes, are read from where they are now."""
+    log = PartitionLog.open(tmp_path / "t-0", LogConfig(), file_ops=CountingOps())
+    appended = [append(log, make_batch(2, value_size=40, tag=n)) for n in range(60)]
+    cut_at = appended[5][0]
+    log.truncate_to(cut_at)
+    again = [append(log, make_batch(2, value_size=300 + n, tag=100 + n)) for n in range(10)]
+    assert again[0][0] == cut_at
+    for base, last in appended[:5] + again:
+        for offset in (base, last):
+            (_, header), *_ = read_batches(log.read(offset, 1))
+            assert (header.base_offset, header.last_offset) == (base, last)
+            assert len(log.read(offset, 1)) == header.size
+    assert log.read(again[-1][1] + 1, 1 << 20) == b""
+    log.close()

@@ -30,6 +30,7 @@ from __future__ import annotations
 import logging
 import os
 import struct
+from bisect import bisect_left
 from pathlib import Path
 from typing import Literal, NamedTuple, overload
 
@@ -44,11 +45,14 @@ LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
 RECOVERY_CHUNK_BYTES = 4 << 20
+SCAN_CHUNK_BYTES = 16 << 10  # what a read's scan from its index entry reads at a time (the default interval is 4 KiB)
+RECENT_BATCHES = 64  # at least this many of the last appended batches are found without a scan
 
 # The 61-byte header without `read_header`'s whole-batch check: here only the header is read from disk, and the batch
 # behind it was validated on append or recovery. Same layout as `protocol.records`.
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _BATCH_LENGTH = struct.Struct(">i")
+_SCAN_FIELDS = struct.Struct(">qi11xi")  # what a scan reads of a header: base offset, batch length, last offset delta
 _BATCH_LENGTH_AT = 8
 Buffer = bytes | bytearray | memoryview
 
@@ -61,6 +65,15 @@ def segment_path(directory: Path, base_offset: int, suffix: str) -> Path:
 
 def storage_error(action: str, path: Path, exc: OSError) -> StorageError:
     return StorageError(f"{action} {path} failed: {exc.strerror or exc}")
+
+
+class _Found(NamedTuple):
+    """A read's batch: where it starts, its header, and the chunk of `.log` its scan read (starting at `chunk_at`)."""
+
+    position: int
+    header: BatchHeader
+    chunk: bytes
+    chunk_at: int
 
 
 class _IndexPlan(NamedTuple):
@@ -110,6 +123,10 @@ class Segment:
         self._time_index_bytes_written = time_index.size_bytes
         # Ranges handed out for sending and not sent yet: a cut preserves the ones it would change (`file_records`).
         self._handed_out = HandedOut()
+        # The last offset and position of the batches appended last (`RECENT_BATCHES` to twice as many), oldest
+        # first: a read of one of them, as by a consumer that keeps up, needs no scan from an index entry.
+        self._recent_lasts: list[int] = []
+        self._recent_positions: list[int] = []
 
     # --- lifecycle --------------------------------------------------------------------------------------------
 
@@ -200,6 +217,8 @@ class Segment:
         if entry is not None:
             self.time_index.append(entry)
         self.write_pending_index_entries()
+        self._recent_lasts.clear()
+        self._recent_positions.clear()
 
     def write_pending_index_entries(self) -> None:
         """Append the index entries made since the last write to `.index` and `.timeindex` (open, write, close)."""
@@ -301,6 +320,12 @@ class Segment:
         self._apply(plan, len(batch), max_ts if position == 0 else None)
         self.size += len(batch)
         self.last_modified_ms = now_ms
+        lasts, positions = self._recent_lasts, self._recent_positions
+        lasts.append(last)
+        positions.append(position)
+        if len(lasts) > 2 * RECENT_BATCHES:
+            del lasts[:RECENT_BATCHES]
+            del positions[:RECENT_BATCHES]
 
     def _plan_index(self, position: int, last_offset: int, max_timestamp: int, index_interval: int) -> _IndexPlan:
         """Kafka's `LogSegment.append` bookkeeping: max timestamp so far, and an index entry per interval."""
@@ -345,21 +370,55 @@ class Segment:
 
     def find_batch(self, offset: int) -> tuple[int, BatchHeader] | None:
         """(position, header) of the batch holding `offset`: index lookup, then a short forward scan of headers."""
-        position = self.offset_index.lookup(offset)
+        found = self._scan_to(offset)
+        return None if found is None else (found.position, found.header)
+
+    def _scan_to(self, offset: int) -> _Found | None:
+        """The batch holding `offset` (or the first after it, past a cleaner's gap), and the bytes read to find it.
+
+        A batch among the last appended (`RECENT_BATCHES`, what a consumer that keeps up asks for) is found by its
+        position, remembered at append. Any other starts from the index's last entry at or below `offset`, at most
+        `index.interval.bytes` (and one batch) before it, and the headers between are read `SCAN_CHUNK_BYTES` at a
+        time rather than one `pread` each. Either way the read near the log end costs one system call, and its answer
+        none more when it lies in the same chunk (`_slice`).
+        """
+        recent = self._recent_lasts
+        after = bisect_left(recent, offset) if recent else 0  # the first recent batch whose last offset >= `offset`
+        if after == 0:  # at or before the oldest recent batch (which may start below `offset`): from the index
+            position = self.offset_index.lookup(offset)
+        elif after == len(recent):  # past the last batch appended
+            return None
+        else:  # the batch after one ending below `offset`, so the one holding it (or the next, past a gap)
+            position = self._recent_positions[after]
+        chunk = b""
+        chunk_at = position
         while position < self.size:
-            header = self.header_at(position)
-            if header.base_offset + header.last_offset_delta >= offset:
-                return position, header
-            position += header.size
+            at = position - chunk_at
+            if at + HEADER_SIZE > len(chunk):
+                chunk = self._pread(min(SCAN_CHUNK_BYTES, self.size - position), position)
+                chunk_at, at = position, 0
+                if len(chunk) < HEADER_SIZE:
+                    raise StorageError(f"short read of a batch header at {position} in {self.log_path}")
+            base_offset, batch_length, last_offset_delta = _SCAN_FIELDS.unpack_from(chunk, at)
+            if base_offset + last_offset_delta >= offset:
+                return _Found(position, BatchHeader._make(_HEADER.unpack_from(chunk, at)), chunk, chunk_at)
+            position += batch_length + LOG_OVERHEAD
         return None
+
+    def _slice(self, found: _Found, size: int) -> bytes:
+        """`size` bytes of `.log` from the batch found: out of the scan's chunk when it holds them, else read."""
+        start = found.position - found.chunk_at
+        if start + size <= len(found.chunk):
+            return found.chunk[start : start + size]
+        return self._pread(size, found.position)
 
     def read(self, offset: int, max_bytes: int) -> bytes:
         """Whole batches from the one holding `offset`, up to `max_bytes` but at least one; empty past the end."""
-        found = self.find_batch(offset)
+        found = self._scan_to(offset)
         if found is None:
             return b""
-        position, header = found
-        data = self._pread(min(max(max_bytes, header.size), self.size - position), position)
+        position, header = found.position, found.header
+        data = self._slice(found, min(max(max_bytes, header.size), self.size - position))
         end = header.size
         while end + LOG_OVERHEAD <= len(data):
             next_end = end + _BATCH_LENGTH.unpack_from(data, end + _BATCH_LENGTH_AT)[0] + LOG_OVERHEAD
@@ -371,13 +430,13 @@ class Segment:
     def read_file_records(self, offset: int, max_bytes: int) -> FileRecords | bytes:
         """What `read` returns, as a range of `.log` to send without copying (`file_records`); `bytes` when the range
         is smaller than `ZERO_COPY_MIN_BYTES` or there is nothing at or after `offset` (then empty)."""
-        found = self.find_batch(offset)
+        found = self._scan_to(offset)
         if found is None:
             return b""
-        position, header = found
+        position, header = found.position, found.header
         end = self._end_of_whole_batches(position, header.size, max(max_bytes, header.size))
         if end - position < ZERO_COPY_MIN_BYTES:
-            return self._pread(end - position, position)
+            return self._slice(found, end - position)
         try:
             return self._handed_out.open(self._ops.dup(self._log()), position, end - position)
         except OSError as exc:
@@ -390,8 +449,16 @@ class Segment:
             return self.size
         bound = position + limit
         end = max(position + first_size, self.offset_index.last_position_at_most(bound))
+        chunk = b""
+        chunk_at = end
         while end + LOG_OVERHEAD <= bound:
-            next_end = end + _BATCH_LENGTH.unpack(self._pread(4, end + _BATCH_LENGTH_AT))[0] + LOG_OVERHEAD
+            at = end - chunk_at
+            if at + LOG_OVERHEAD > len(chunk):  # the lengths are read `SCAN_CHUNK_BYTES` at a time, as a scan's headers
+                chunk = self._pread(min(SCAN_CHUNK_BYTES, bound - end), end)
+                chunk_at, at = end, 0
+                if len(chunk) < LOG_OVERHEAD:
+                    raise StorageError(f"short read of a batch length at {end} in {self.log_path}")
+            next_end = end + _BATCH_LENGTH.unpack_from(chunk, at + _BATCH_LENGTH_AT)[0] + LOG_OVERHEAD
             if next_end > bound:
                 break
             end = next_end
@@ -446,6 +513,8 @@ class Segment:
         )
         self.size = position
         self.bytes_since_index_entry = 0
+        self._recent_lasts.clear()
+        self._recent_positions.clear()
         self._reload_max_timestamp()
         if position == 0:
             self.first_batch_max_timestamp = NO_TIMESTAMP
