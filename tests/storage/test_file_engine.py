@@ -19,7 +19,7 @@ from kafkalite.protocol.records import read_batches
 from kafkalite.storage import LogConfig, PartitionLog
 from kafkalite.storage.file_ops import FileOps
 from kafkalite.storage.file_records import FileRecords
-from kafkalite.storage.segment import SCAN_CHUNK_BYTES
+from kafkalite.storage.segment import SCAN_CHUNK_BYTES, Segment
 
 from .logkit import FakeClock, append, make_batch
 
@@ -435,9 +435,11 @@ def test_reads_find_the_batch_and_stop_at_a_batch_end_whatever_the_scan_reads(tm
 
 
 def test_a_read_near_the_log_end_is_one_system_call(tmp_path: Path) -> None:
-    """A consumer that keeps up reads the last few batches: the scan's one `pread` also holds the answer."""
+    """A consumer that keeps up reads the last few batches: the segment remembers where they are, so one `pread`
+    finds the batch and holds the answer, however far back the last index entry is (256 KiB here: a scan from it
+    would read 16 KiB chunks)."""
     ops = CountingOps()
-    log = PartitionLog.open(tmp_path / "t-0", LogConfig(), file_ops=ops)  # index.interval.bytes 4096, as Kafka's
+    log = PartitionLog.open(tmp_path / "t-0", LogConfig(index_interval_bytes=1 << 18), file_ops=ops)
     appended = [append(log, make_batch(1, value_size=100, tag=n)) for n in range(2_000)]
     for base, _ in appended[-20:]:
         ops.preads = 0
@@ -464,5 +466,31 @@ def test_reads_after_a_truncation_find_the_batches_appended_since(tmp_path: Path
             (_, header), *_ = read_batches(log.read(offset, 1))
             assert (header.base_offset, header.last_offset) == (base, last)
             assert len(log.read(offset, 1)) == header.size
-    assert log.read(again[-1][1] + 1, 1 << 20) == b""
     log.close()
+
+
+@pytest.mark.parametrize("active", [True, False], ids=["remembered", "scanned"])
+def test_a_segment_with_gaps_and_large_batches_finds_what_a_header_walk_finds(tmp_path: Path, active: bool) -> None:
+    """As the cleaner writes them (offsets kept, gaps between batches, the first above the segment's base), with
+    batches larger than a scan's chunk: every offset, from below the base to past the end, finds the first batch whose
+    last offset is at or above it, whether the segment still remembers its batches or must scan."""
+    segment = Segment.create(tmp_path, 100, FileOps(), now_ms=0)
+    segment.gaps_allowed = True
+    next_offset = 103
+    for n in range(300):
+        batch = make_batch(1 + n % 3, value_size=25_000 if n % 50 == 7 else 60 + n % 200, tag=n)
+        struct.pack_into(">q", batch, 0, next_offset)
+        last = next_offset + read_batches(batch)[0][1].last_offset_delta
+        segment.append(batch, last, 1_000 + n, 4096, now_ms=0)
+        next_offset = last + 1 + (n % 4 == 0) * (n % 7)  # a gap after one batch in four
+    if not active:
+        segment.become_inactive()
+    stored = [header for _, header in read_batches((tmp_path / f"{100:020d}.log").read_bytes())]
+    assert max(header.size for header in stored) > SCAN_CHUNK_BYTES
+    for offset in range(95, next_offset + 3):
+        holding = next((h for h in stored if h.base_offset + h.last_offset_delta >= offset), None)
+        found = segment.find_batch(offset)
+        assert (None if found is None else found[1].base_offset) == (None if holding is None else holding.base_offset)
+        if holding is not None:
+            assert read_batches(segment.read(offset, 1))[0][1].base_offset == holding.base_offset
+    segment.close()

@@ -18,6 +18,13 @@ Invariants: `size` is the length of the valid batches in `.log` (the file is tru
 and reads never look past it); every index entry points inside `size`. Writes use `pwrite` or `pwritev` at `size`,
 reads `pread`, so no seek position is shared between readers and a failed write cannot shift the next one.
 
+Reads: the batch holding an offset is found from the index's last entry at or below it, by a forward scan of batch
+headers read `SCAN_CHUNK_BYTES` at a time; the active segment also remembers the position of its last
+`RECENT_BATCHES` to twice as many batches, so the read a consumer that keeps up makes needs no scan. Those positions
+are set by `append` and dropped by every cut (`_cut`) and when the segment stops being active (`become_inactive`).
+They are read and written on the event loop only: the one read made off it (the open-transaction scan in a worker
+thread) runs at start-up, before anything is appended.
+
 Durability is the caller's business: `PartitionLog.sync` fsyncs `.log` files off the event loop, and the three files
 (`open_for_flush()`) are fsynced together when the segment is rolled or the log closed. Indexes are derived data, so
 they are neither written nor fsynced per append: recovery rebuilds an index that does not match its log, and after an
@@ -30,6 +37,7 @@ from __future__ import annotations
 import logging
 import os
 import struct
+from array import array
 from bisect import bisect_left
 from pathlib import Path
 from typing import Literal, NamedTuple, overload
@@ -46,7 +54,7 @@ INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
 RECOVERY_CHUNK_BYTES = 4 << 20
 SCAN_CHUNK_BYTES = 16 << 10  # what a read's scan from its index entry reads at a time (the default interval is 4 KiB)
-RECENT_BATCHES = 64  # at least this many of the last appended batches are found without a scan
+RECENT_BATCHES = 32  # the last batches appended whose positions are remembered (up to twice as many; see `_scan_to`)
 
 # The 61-byte header without `read_header`'s whole-batch check: here only the header is read from disk, and the batch
 # behind it was validated on append or recovery. Same layout as `protocol.records`.
@@ -124,9 +132,10 @@ class Segment:
         # Ranges handed out for sending and not sent yet: a cut preserves the ones it would change (`file_records`).
         self._handed_out = HandedOut()
         # The last offset and position of the batches appended last (`RECENT_BATCHES` to twice as many), oldest
-        # first: a read of one of them, as by a consumer that keeps up, needs no scan from an index entry.
-        self._recent_lasts: list[int] = []
-        self._recent_positions: list[int] = []
+        # first: a read of one of them, as by a consumer that keeps up, needs no scan from an index entry. Arrays of
+        # int64, not lists of ints: 16 bytes a batch, for every active segment of a broker with many partitions.
+        self._recent_lasts = array("q")
+        self._recent_positions = array("q")
 
     # --- lifecycle --------------------------------------------------------------------------------------------
 
@@ -217,8 +226,7 @@ class Segment:
         if entry is not None:
             self.time_index.append(entry)
         self.write_pending_index_entries()
-        self._recent_lasts.clear()
-        self._recent_positions.clear()
+        self._forget_recent()
 
     def write_pending_index_entries(self) -> None:
         """Append the index entries made since the last write to `.index` and `.timeindex` (open, write, close)."""
@@ -327,6 +335,10 @@ class Segment:
             del lasts[:RECENT_BATCHES]
             del positions[:RECENT_BATCHES]
 
+    def _forget_recent(self) -> None:
+        del self._recent_lasts[:]
+        del self._recent_positions[:]
+
     def _plan_index(self, position: int, last_offset: int, max_timestamp: int, index_interval: int) -> _IndexPlan:
         """Kafka's `LogSegment.append` bookkeeping: max timestamp so far, and an index entry per interval."""
         if max_timestamp > self.max_timestamp:
@@ -369,18 +381,20 @@ class Segment:
         return BatchHeader._make(_HEADER.unpack(data))
 
     def find_batch(self, offset: int) -> tuple[int, BatchHeader] | None:
-        """(position, header) of the batch holding `offset`: index lookup, then a short forward scan of headers."""
+        """(position, header) of the batch holding `offset` (or the first after it, past a cleaner's gap); see
+        `_scan_to`."""
         found = self._scan_to(offset)
         return None if found is None else (found.position, found.header)
 
     def _scan_to(self, offset: int) -> _Found | None:
         """The batch holding `offset` (or the first after it, past a cleaner's gap), and the bytes read to find it.
 
-        A batch among the last appended (`RECENT_BATCHES`, what a consumer that keeps up asks for) is found by its
-        position, remembered at append. Any other starts from the index's last entry at or below `offset`, at most
+        A batch after the oldest one remembered (`RECENT_BATCHES`, what a consumer that keeps up asks for) is found by
+        its position, noted at append. Any other starts from the index's last entry at or below `offset`, at most
         `index.interval.bytes` (and one batch) before it, and the headers between are read `SCAN_CHUNK_BYTES` at a
-        time rather than one `pread` each. Either way the read near the log end costs one system call, and its answer
-        none more when it lies in the same chunk (`_slice`).
+        time rather than one `pread` each; past a batch of a chunk or more, only the next header is read. Either way
+        the read near the log end costs one system call, and its answer none more when it lies in the same chunk
+        (`_slice`).
         """
         recent = self._recent_lasts
         after = bisect_left(recent, offset) if recent else 0  # the first recent batch whose last offset >= `offset`
@@ -392,10 +406,12 @@ class Segment:
             position = self._recent_positions[after]
         chunk = b""
         chunk_at = position
+        batch_length = 0
         while position < self.size:
             at = position - chunk_at
             if at + HEADER_SIZE > len(chunk):
-                chunk = self._pread(min(SCAN_CHUNK_BYTES, self.size - position), position)
+                wanted = HEADER_SIZE if batch_length >= SCAN_CHUNK_BYTES else SCAN_CHUNK_BYTES
+                chunk = self._pread(min(wanted, self.size - position), position)
                 chunk_at, at = position, 0
                 if len(chunk) < HEADER_SIZE:
                     raise StorageError(f"short read of a batch header at {position} in {self.log_path}")
@@ -451,17 +467,19 @@ class Segment:
         end = max(position + first_size, self.offset_index.last_position_at_most(bound))
         chunk = b""
         chunk_at = end
+        batch_bytes = 0
         while end + LOG_OVERHEAD <= bound:
             at = end - chunk_at
-            if at + LOG_OVERHEAD > len(chunk):  # the lengths are read `SCAN_CHUNK_BYTES` at a time, as a scan's headers
-                chunk = self._pread(min(SCAN_CHUNK_BYTES, bound - end), end)
+            if at + LOG_OVERHEAD > len(chunk):  # lengths are read as a scan reads headers: a chunk at a time
+                wanted = LOG_OVERHEAD if batch_bytes >= SCAN_CHUNK_BYTES else SCAN_CHUNK_BYTES
+                chunk = self._pread(min(wanted, bound - end), end)
                 chunk_at, at = end, 0
                 if len(chunk) < LOG_OVERHEAD:
                     raise StorageError(f"short read of a batch length at {end} in {self.log_path}")
-            next_end = end + _BATCH_LENGTH.unpack_from(chunk, at + _BATCH_LENGTH_AT)[0] + LOG_OVERHEAD
-            if next_end > bound:
+            batch_bytes = _BATCH_LENGTH.unpack_from(chunk, at + _BATCH_LENGTH_AT)[0] + LOG_OVERHEAD
+            if end + batch_bytes > bound:
                 break
-            end = next_end
+            end += batch_bytes
         return end
 
     def find_by_timestamp(self, timestamp_ms: int, start_offset: int) -> tuple[int, int] | None:
@@ -513,8 +531,7 @@ class Segment:
         )
         self.size = position
         self.bytes_since_index_entry = 0
-        self._recent_lasts.clear()
-        self._recent_positions.clear()
+        self._forget_recent()
         self._reload_max_timestamp()
         if position == 0:
             self.first_batch_max_timestamp = NO_TIMESTAMP
