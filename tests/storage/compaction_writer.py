@@ -47,7 +47,10 @@ async def main(directory: Path) -> None:
             batch = bytearray(build_batch(records, now_ms=time.time_ns() // 1_000_000))
             log.append(batch, read_header(batch))
         await log.sync()
-        print("synced", log.log_end_offset - 1, flush=True)
+        # One write for the whole line: with PYTHONUNBUFFERED, print's separate arguments are separate writes, and a
+        # SIGKILL between them would leave the test a "synced" line without its offset.
+        sys.stdout.write(f"synced {log.log_end_offset - 1}\n")
+        sys.stdout.flush()
         if cleaning is not None and cleaning.done():
             cleaning.result()
             assert job is not None
