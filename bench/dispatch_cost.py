@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import cProfile
 import io
 import pstats
@@ -24,6 +25,7 @@ import struct
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 from kio.index import load_request_schema
@@ -36,6 +38,7 @@ from kafkalite.server.dispatch import ServerInfo, dispatch
 
 TOPIC = "dispatch-cost"
 REPEATS = 5
+WARM_UP = 2000  # requests before the timed repeats
 
 
 def produce_frame(version: int) -> bytes:
@@ -55,55 +58,58 @@ def produce_frame(version: int) -> bytes:
     return buffer.getvalue()
 
 
+@contextlib.asynccontextmanager
+async def warm_broker(frame: bytes, *, memory: bool = False) -> AsyncIterator[tuple[Broker, ServerInfo]]:
+    """A broker with fsync off (the file engine, or the memory engine) and the topic, after `WARM_UP` requests of
+    `frame`: the caches, the answer template and the segment file warm."""
+    with tempfile.TemporaryDirectory(prefix="kl-dispatch-cost-") as data:
+        async with Broker(data_dir=None if memory else Path(data), fsync=False) as broker:
+            await broker.create_topic(TOPIC, 1)
+            server = ServerInfo(0, "127.0.0.1", 9092)
+            for _ in range(WARM_UP):
+                await dispatch(broker, server, frame, "127.0.0.1")
+            yield broker, server
+
+
 async def run(requests: int, version: int, profile: cProfile.Profile | None) -> float:
     """The best µs per request over the repeats."""
     frame = produce_frame(version)
-    with tempfile.TemporaryDirectory(prefix="kl-dispatch-cost-") as data:
-        async with Broker(data_dir=Path(data), fsync=False) as broker:
-            await broker.create_topic(TOPIC, 1)
-            server = ServerInfo(0, "127.0.0.1", 9092)
-            for _ in range(2000):  # warm-up: caches, the answer template, the segment file
-                await dispatch(broker, server, frame, "127.0.0.1")
-            best = float("inf")
-            for _ in range(REPEATS):
-                if profile is not None:
-                    profile.enable()
-                began = time.perf_counter()
-                for _ in range(requests):
-                    answer = await dispatch(broker, server, frame, "127.0.0.1")
-                best = min(best, (time.perf_counter() - began) / requests)
-                if profile is not None:
-                    profile.disable()
-            appended = broker.partition(TOPIC, 0).log.log_end_offset
-            if not isinstance(answer, bytes) or struct.unpack_from(">i", answer, 4)[0] != 7:
-                raise RuntimeError(f"unexpected answer {answer!r}")
-            if appended != 2000 + REPEATS * requests:
-                raise RuntimeError(f"{appended} records appended, not {2000 + REPEATS * requests}")
+    async with warm_broker(frame) as (broker, server):
+        best = float("inf")
+        for _ in range(REPEATS):
+            if profile is not None:
+                profile.enable()
+            began = time.perf_counter()
+            for _ in range(requests):
+                answer = await dispatch(broker, server, frame, "127.0.0.1")
+            best = min(best, (time.perf_counter() - began) / requests)
+            if profile is not None:
+                profile.disable()
+        appended = broker.partition(TOPIC, 0).log.log_end_offset
+    if not isinstance(answer, bytes) or struct.unpack_from(">i", answer, 4)[0] != 7:
+        raise RuntimeError(f"unexpected answer {answer!r}")
+    if appended != WARM_UP + REPEATS * requests:
+        raise RuntimeError(f"{appended} records appended, not {WARM_UP + REPEATS * requests}")
     return best * 1e6
 
 
 async def read_cost(requests: int, *, memory: bool) -> float:
     """The best µs per read of the batch just appended, over the repeats (the appends themselves not timed)."""
     frame = produce_frame(9)
-    with tempfile.TemporaryDirectory(prefix="kl-dispatch-cost-") as data:
-        async with Broker(data_dir=None if memory else Path(data), fsync=False) as broker:
-            await broker.create_topic(TOPIC, 1)
-            server = ServerInfo(0, "127.0.0.1", 9092)
-            log = broker.partition(TOPIC, 0).log
-            for _ in range(2000):
+    async with warm_broker(frame, memory=memory) as (broker, server):
+        log = broker.partition(TOPIC, 0).log
+        best = float("inf")
+        for _ in range(REPEATS):
+            reading = 0.0
+            for _ in range(requests):
                 await dispatch(broker, server, frame, "127.0.0.1")
-            best = float("inf")
-            for _ in range(REPEATS):
-                reading = 0.0
-                for _ in range(requests):
-                    await dispatch(broker, server, frame, "127.0.0.1")
-                    offset = log.log_end_offset - 1
-                    began = time.perf_counter()
-                    found = broker.fetch_for_send(TOPIC, 0, offset, 1 << 20)
-                    reading += time.perf_counter() - began
-                    if not isinstance(found.records, bytes) or struct.unpack_from(">q", found.records)[0] != offset:
-                        raise RuntimeError(f"the read at {offset} returned {found.records!r}")
-                best = min(best, reading / requests)
+                offset = log.log_end_offset - 1
+                began = time.perf_counter()
+                found = broker.fetch_for_send(TOPIC, 0, offset, 1 << 20)
+                reading += time.perf_counter() - began
+                if not isinstance(found.records, bytes) or struct.unpack_from(">q", found.records)[0] != offset:
+                    raise RuntimeError(f"the read at {offset} returned {found.records!r}")
+            best = min(best, reading / requests)
     return best * 1e6
 
 

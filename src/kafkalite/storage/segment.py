@@ -410,16 +410,21 @@ class Segment:
         while position < self.size:
             at = position - chunk_at
             if at + HEADER_SIZE > len(chunk):
-                wanted = HEADER_SIZE if batch_length >= SCAN_CHUNK_BYTES else SCAN_CHUNK_BYTES
-                chunk = self._pread(min(wanted, self.size - position), position)
-                chunk_at, at = position, 0
-                if len(chunk) < HEADER_SIZE:
-                    raise StorageError(f"short read of a batch header at {position} in {self.log_path}")
+                chunk, chunk_at, at = self._read_ahead(position, HEADER_SIZE, self.size, batch_length), position, 0
             base_offset, batch_length, last_offset_delta = _SCAN_FIELDS.unpack_from(chunk, at)
             if base_offset + last_offset_delta >= offset:
                 return _Found(position, BatchHeader._make(_HEADER.unpack_from(chunk, at)), chunk, chunk_at)
             position += batch_length + LOG_OVERHEAD
         return None
+
+    def _read_ahead(self, position: int, needed: int, limit: int, previous_batch_bytes: int) -> bytes:
+        """The next chunk of a forward walk of batches, from `position` and not past `limit`: `SCAN_CHUNK_BYTES`, or
+        only the `needed` bytes after a batch of a chunk or more (the next batch is likely as large)."""
+        wanted = needed if previous_batch_bytes >= SCAN_CHUNK_BYTES else SCAN_CHUNK_BYTES
+        chunk = self._pread(min(wanted, limit - position), position)
+        if len(chunk) < needed:
+            raise StorageError(f"short read of a batch header at {position} in {self.log_path}")
+        return chunk
 
     def _slice(self, found: _Found, size: int) -> bytes:
         """`size` bytes of `.log` from the batch found: out of the scan's chunk when it holds them, else read."""
@@ -471,11 +476,7 @@ class Segment:
         while end + LOG_OVERHEAD <= bound:
             at = end - chunk_at
             if at + LOG_OVERHEAD > len(chunk):  # lengths are read as a scan reads headers: a chunk at a time
-                wanted = LOG_OVERHEAD if batch_bytes >= SCAN_CHUNK_BYTES else SCAN_CHUNK_BYTES
-                chunk = self._pread(min(wanted, bound - end), end)
-                chunk_at, at = end, 0
-                if len(chunk) < LOG_OVERHEAD:
-                    raise StorageError(f"short read of a batch length at {end} in {self.log_path}")
+                chunk, chunk_at, at = self._read_ahead(end, LOG_OVERHEAD, bound, batch_bytes), end, 0
             batch_bytes = _BATCH_LENGTH.unpack_from(chunk, at + _BATCH_LENGTH_AT)[0] + LOG_OVERHEAD
             if end + batch_bytes > bound:
                 break
