@@ -49,11 +49,20 @@ def poll_until(consumers: list[KafkaConsumer], done: Callable[[], bool], what: s
 
 
 def consume(c: KafkaConsumer, count: int) -> list[Any]:
+    """Poll until `count` messages came. Each poll may wait until the deadline (it returns as soon as messages come),
+    so a rebalance that a poll starts also ends in it.
+
+    kafka-python 3.0.12 loses a rejoin that a poll's timeout cuts short when the rejoin was started by new metadata
+    (as after every first join on a broker whose `group.initial.rebalance.delay.ms` is 0: the leader assigns before
+    the subscribed topic's metadata lands, then rejoins): the leader's assignment makes its rejoin check false, so no
+    later poll awaits the join in flight, and the member stays without partitions for good. Short polls hit that
+    under load; a commit between two polls may also find the rebalance still going."""
     received: list[Any] = []
     deadline = time.monotonic() + WAIT_S
     while len(received) < count:
-        assert time.monotonic() < deadline, f"got {len(received)} of {count} messages"
-        for batch in c.poll(timeout_ms=100, max_records=count - len(received)).values():
+        left_ms = int((deadline - time.monotonic()) * 1000)
+        assert left_ms > 0, f"got {len(received)} of {count} messages"
+        for batch in c.poll(timeout_ms=left_ms, max_records=count - len(received)).values():
             received.extend(batch)
     return received
 

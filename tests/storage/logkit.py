@@ -1,11 +1,13 @@
-"""Helpers shared by the storage tests: batch builders and a fake clock."""
+"""Helpers shared by the storage tests: batch builders, a fake clock, file operations written down in order."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from kafkalite.protocol.records import BatchHeader, RecordToWrite, build_batch, read_header
 from kafkalite.storage import Log
+from kafkalite.storage.file_ops import FileOps
 
 
 class FakeClock:
@@ -33,3 +35,32 @@ def append(log: Log, batch: bytes | bytearray | memoryview) -> tuple[int, int]:
 
 
 LogFactory = Callable[..., Log]
+
+
+class RecordingOps(FileOps):
+    """Real file operations, with the ones that change what survives a crash written down in order."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str]] = []
+        self._paths: dict[int, str] = {}
+
+    def open(self, path: Path, flags: int) -> int:
+        fd = super().open(path, flags)
+        self._paths[fd] = path.name
+        return fd
+
+    def fsync(self, fd: int) -> None:
+        self.calls.append(("fsync", self._paths[fd]))
+        super().fsync(fd)
+
+    def fsync_directory(self, directory: Path) -> None:
+        self.calls.append(("fsync_directory", directory.name))
+        super().fsync_directory(directory)
+
+    def rename(self, source: Path, target: Path) -> None:
+        self.calls.append(("rename", target.name))
+        super().rename(source, target)
+
+    def remove(self, path: Path) -> None:
+        self.calls.append(("remove", path.name))
+        super().remove(path)

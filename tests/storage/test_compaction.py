@@ -28,7 +28,7 @@ from kafkalite.storage.compaction_policy import dirtiest, is_due
 from kafkalite.storage.compactor import MIN_SHARE, CleaningContext, Throttle
 
 from .compaction_kit import COMPACTED, clean, latest_per_key, open_log, put, read_all, records_of
-from .logkit import FakeClock
+from .logkit import FakeClock, RecordingOps
 
 ENGINES = ["memory", "file"]
 _dirs = itertools.count()
@@ -387,6 +387,39 @@ def test_an_abort_marker_cleaned_away_leaves_the_transaction_index(
         reopened = open_log(engine, tmp_path / "t-0", clock)
         assert [(e.producer_id, e.last_offset) for e in reopened.aborted_transactions(0, 100)] == [(7, 3)]
         reopened.close()
+
+
+def test_a_cleaning_on_a_log_that_fsyncs_fsyncs_the_transaction_index_it_regroups(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    """Cleaned segments lie below the recovery point, where no replay on start re-indexes their aborts: the merged
+    `.txnindex` is fsynced, then the file of the segment that left is removed."""
+    directory = tmp_path / "t-0"
+    log = PartitionLog.open(directory, COMPACTED, clock=clock, fsync=True)
+    for producer_id in (5, 7):  # an aborted transaction in each of two segments
+        log.append(batch := transactional([(b"a", b"aborted")], producer_id), read_header(batch))
+        marker = log.log_end_offset
+        log.append(batch := control_batch(producer_id, commit=False), read_header(batch))
+        log.append_aborted_transaction(AbortedTxn(producer_id, marker - 1, marker, marker + 1))
+        for n in range(15):
+            put(log, [(b"filler%d" % (n % 2), b"f" * 60)])
+    second = sorted(directory.glob("*.txnindex"))[1].name
+    log.close()  # the recovery point moves to the log end, so every closed segment is cleanable
+    ops = RecordingOps()
+    merging = replace(COMPACTED, segment_bytes=1 << 20)  # the cleaning groups every closed segment into one
+    log = PartitionLog.open(directory, merging, clock=clock, fsync=True, file_ops=ops)
+    try:
+        aborted = log.aborted_transactions(0, log.log_end_offset)
+        assert clean(log, clock(), CleaningContext(aborted=aborted))
+        merged = "00000000000000000000.txnindex"
+        txn_calls = [call for call in ops.calls if ".txnindex" in call[1] or call[0] == "fsync_directory"]
+        fsynced = txn_calls.index(("fsync", merged + ".tmp"))
+        assert txn_calls[fsynced + 1 : fsynced + 3] == [("rename", merged), ("fsync_directory", "t-0")]
+        assert txn_calls.index(("remove", second)) > fsynced + 2
+        assert sorted(p.name for p in directory.glob("*.txnindex")) == [merged]
+        assert [e.producer_id for e in log.aborted_transactions(0, log.log_end_offset)] == [5, 7]
+    finally:
+        log.close()
 
 
 def test_a_full_offset_map_ends_the_cleaning_early_and_the_next_one_goes_on(

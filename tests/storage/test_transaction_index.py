@@ -12,7 +12,7 @@ from kafkalite.storage import AbortedTxn, LogConfig, PartitionLog
 from kafkalite.storage.file_ops import FileOps
 from kafkalite.storage.transaction_index import ENTRY_SIZE, TransactionIndex, decode_entries
 
-from .logkit import FakeClock, LogFactory, append, make_batch
+from .logkit import FakeClock, LogFactory, RecordingOps, append, make_batch
 
 
 def test_entry_is_kafkas_34_byte_layout() -> None:
@@ -110,4 +110,51 @@ def test_load_drops_entries_past_the_log_end_and_orphan_files(tmp_path: Path) ->
     index = TransactionIndex.load(directory, [0], log_end=5, ops=FileOps())
     assert [e.producer_id for e in index.aborted_transactions(0, 100)] == [1]
     assert (directory / "00000000000000000000.txnindex").read_bytes() == AbortedTxn(1, 0, 2, 3).encode()
+    assert not (directory / "00000000000000000050.txnindex").exists()
+
+
+def test_a_cleanings_regroup_writes_the_merged_file_durably_before_removing_the_old_ones(tmp_path: Path) -> None:
+    """Segments 0 and 50 merged into 0: the entry of 50 moves to 0's file. The new file is written (and, on a log
+    that fsyncs, fsynced with its directory) before 50's file goes, so no crash point loses the entry."""
+    directory = tmp_path / "t-0"
+    directory.mkdir()
+    (directory / "00000000000000000000.txnindex").write_bytes(AbortedTxn(1, 0, 2, 3).encode())
+    (directory / "00000000000000000050.txnindex").write_bytes(AbortedTxn(2, 50, 51, 52).encode())
+    ops = RecordingOps()
+    index = TransactionIndex.load(directory, [0, 50], log_end=60, ops=ops)
+    assert ops.calls == []
+
+    index.regroup([0], fsync=True)
+
+    merged, old = "00000000000000000000.txnindex", "00000000000000000050.txnindex"
+    assert ops.calls == [
+        ("fsync", merged + ".tmp"),
+        ("rename", merged),
+        ("fsync_directory", "t-0"),
+        ("remove", old),
+    ]
+    assert decode_entries((directory / merged).read_bytes()) == [AbortedTxn(1, 0, 2, 3), AbortedTxn(2, 50, 51, 52)]
+    assert not (directory / old).exists()
+
+
+def test_regroup_without_fsync_still_writes_before_it_removes(tmp_path: Path) -> None:
+    directory = tmp_path / "t-0"
+    directory.mkdir()
+    (directory / "00000000000000000000.txnindex").write_bytes(AbortedTxn(1, 0, 2, 3).encode())
+    (directory / "00000000000000000050.txnindex").write_bytes(AbortedTxn(2, 50, 51, 52).encode())
+    ops = RecordingOps()
+    TransactionIndex.load(directory, [0, 50], log_end=60, ops=ops).regroup([0])
+    assert ops.calls == [("rename", "00000000000000000000.txnindex"), ("remove", "00000000000000000050.txnindex")]
+
+
+def test_load_after_a_crash_inside_a_regroup_keeps_each_entry_once(tmp_path: Path) -> None:
+    """The merged file was written, the old one not yet removed: both hold the entry of 50; it is indexed once."""
+    directory = tmp_path / "t-0"
+    directory.mkdir()
+    both = AbortedTxn(1, 0, 2, 3).encode() + AbortedTxn(2, 50, 51, 52).encode()
+    (directory / "00000000000000000000.txnindex").write_bytes(both)
+    (directory / "00000000000000000050.txnindex").write_bytes(AbortedTxn(2, 50, 51, 52).encode())
+    index = TransactionIndex.load(directory, [0], log_end=60, ops=FileOps())
+    assert index.aborted_transactions(0, 100) == [AbortedTxn(1, 0, 2, 3), AbortedTxn(2, 50, 51, 52)]
+    assert (directory / "00000000000000000000.txnindex").read_bytes() == both
     assert not (directory / "00000000000000000050.txnindex").exists()

@@ -241,7 +241,7 @@ class PartitionLog(SegmentedLog[Segment]):
             fsync=fsync,
             clock=clock,
             file_ops=ops,
-            txn_index=None if fresh else _load_txn_index(directory, segments, log_end, ops),
+            txn_index=None if fresh else _load_txn_index(directory, segments, log_end, ops, fsync=fsync),
         )
         log._first_dirty = cleaned_to
         try:
@@ -352,7 +352,7 @@ class PartitionLog(SegmentedLog[Segment]):
             self._open_inactive.pop(id(segment), None)
         self._segments[: len(rewritten)] = cleaned
         self._segment_bases = [segment.base_offset for segment in self._segments]
-        self._txn_index.regroup(self._segment_bases, dropped=outcome.dropped_markers)
+        self._txn_index.regroup(self._segment_bases, dropped=outcome.dropped_markers, fsync=self._fsync)
         self._directory_unsynced = True  # the removes and renames after the commit point: the next round syncs them
         self._write_sequence += 1
         self._first_dirty = outcome.first_dirty
@@ -602,9 +602,12 @@ class PartitionLog(SegmentedLog[Segment]):
             )
 
 
-def _load_txn_index(directory: Path, segments: list[Segment], log_end: int, ops: FileOps) -> TransactionIndex:
+def _load_txn_index(
+    directory: Path, segments: list[Segment], log_end: int, ops: FileOps, *, fsync: bool
+) -> TransactionIndex:
     try:
-        return TransactionIndex.load(directory, (segment.base_offset for segment in segments), log_end, ops)
+        bases = (segment.base_offset for segment in segments)
+        return TransactionIndex.load(directory, bases, log_end, ops, fsync=fsync)
     except OSError as exc:
         raise StorageError(f"open {directory} failed: {exc.strerror or exc}") from exc
 

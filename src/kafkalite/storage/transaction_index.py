@@ -20,8 +20,10 @@ log (retention, DeleteRecords, truncation); `regroup` follows a cleaning that me
 the file of the segment now holding its marker), and `load` does the same with whatever files it finds, so a crash
 between a cleaning's swap and its regroup loses nothing. Entries whose `last_offset` is below the log start are
 ignored by readers and leave with their segment. The index is derived from the log: the broker re-adds entries it
-finds missing when it replays the log tail on start, and `load` drops entries past the recovered log end, so the
-files are written to the page cache only and never fsynced on their own (a torn last entry is discarded on load).
+finds missing when it replays the log tail on start, and `load` drops entries past the recovered log end, so an
+append or a truncation writes to the page cache only (a torn last entry is discarded on load). A regroup is the
+exception: a cleaning's segments lie below the recovery point, where no replay reaches, so on a log that fsyncs it
+fsyncs the files it rewrites before it removes those of the segments that left.
 
 Concurrency: used from the event loop only, like the log that owns it.
 """
@@ -85,9 +87,11 @@ class TransactionIndex:
         self._last_offsets: list[int] = []
 
     @classmethod
-    def load(cls, directory: Path, segment_bases: Iterable[int], log_end: int, ops: FileOps) -> TransactionIndex:
+    def load(
+        cls, directory: Path, segment_bases: Iterable[int], log_end: int, ops: FileOps, *, fsync: bool = False
+    ) -> TransactionIndex:
         """Read every `.txnindex` in `directory`; keep the entries whose marker lies in the log (below `log_end`, in
-        one of `segment_bases`), each in the file of the segment holding its marker (`regroup`)."""
+        one of `segment_bases`), each in the file of the segment holding its marker (`regroup`, with `fsync`)."""
         index = cls(directory, ops)
         bases = sorted(segment_bases)
         for path in sorted(directory.glob(f"*{TXN_INDEX_SUFFIX}")):
@@ -102,30 +106,30 @@ class TransactionIndex:
                 continue
             index._by_segment[int(stem)] = [e for e in entries if e.last_offset < log_end]
             index._on_disk[int(stem)] = entries
-        index.regroup(bases)
+        index.regroup(bases, fsync=fsync)
         return index
 
-    def regroup(self, segment_bases: list[int], dropped: Collection[int] = ()) -> None:
+    def regroup(self, segment_bases: list[int], dropped: Collection[int] = (), *, fsync: bool = False) -> None:
         """The log's segments are now `segment_bases` (ascending): a cleaning merged segments, or files were found
         on open. Each entry moves to the segment holding its marker; entries below the first segment go, and so do
-        those whose marker the cleaning removed (`dropped`: marker offsets); files whose content changed are
-        rewritten and files of segments no longer in the log removed."""
-        entries = sorted(
-            (e for group in self._by_segment.values() for e in group if e.last_offset not in dropped),
-            key=lambda e: e.last_offset,
-        )
+        those whose marker the cleaning removed (`dropped`: marker offsets).
+
+        Files whose content changed are rewritten first (each fsynced with the directory when `fsync`), and only
+        then are the files of segments no longer in the log removed: a crash in between leaves an entry in two
+        files, which the next `load` keeps once (an abort marker's offset names its entry)."""
+        by_marker = {e.last_offset: e for group in self._by_segment.values() for e in group}
         regrouped: dict[int, list[AbortedTxn]] = {}
-        for entry in entries:
-            at = bisect_right(segment_bases, entry.last_offset) - 1
+        for last_offset in sorted(by_marker.keys() - set(dropped)):
+            at = bisect_right(segment_bases, last_offset) - 1
             if at >= 0:
-                regrouped.setdefault(segment_bases[at], []).append(entry)
+                regrouped.setdefault(segment_bases[at], []).append(by_marker[last_offset])
         if self._directory is not None:
-            for base in set(self._on_disk) - set(regrouped):
-                self._ops.remove(txn_index_path(self._directory, base))
             for base, group in regrouped.items():
                 if self._on_disk.get(base) != group:
                     data = b"".join(entry.encode() for entry in group)
-                    replace_atomically(self._ops, txn_index_path(self._directory, base), data, fsync=False)
+                    replace_atomically(self._ops, txn_index_path(self._directory, base), data, fsync=fsync)
+            for base in set(self._on_disk) - set(regrouped):
+                self._ops.remove(txn_index_path(self._directory, base))
             self._on_disk = {base: list(group) for base, group in regrouped.items()}
         self._by_segment = regrouped
         self._reindex()
