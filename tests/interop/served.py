@@ -37,6 +37,7 @@ class ServedBroker:
         self.data_dir = data_dir
         self.log_path = log_path
         self.extra_args = extra_args
+        self.file_size_limit: int | None = None  # RLIMIT_FSIZE of the next start: no file of it grows past this
         self.port = 0
         self.process: subprocess.Popen[str] | None = None
         self.ready_line = ""
@@ -53,6 +54,8 @@ class ServedBroker:
         command = serve_command(
             "--host", "127.0.0.1", "--port", str(self.port), "--data-dir", str(self.data_dir), *http, *self.extra_args
         )
+        if self.file_size_limit is not None:
+            command = _with_file_size_limit(self.file_size_limit, command)
         with self.log_path.open("a") as log:
             self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, text=True)
         lines: queue.Queue[str] = queue.Queue()
@@ -87,6 +90,18 @@ class ServedBroker:
 
     def log(self) -> str:
         return self.log_path.read_text() if self.log_path.exists() else ""
+
+
+def _with_file_size_limit(limit: int, command: list[str]) -> list[str]:
+    """`command`, exec'd by a Python that first sets RLIMIT_FSIZE to `limit` bytes: no write of the process grows a
+    file past it (EFBIG, the failure a full disk gives as ENOSPC). A trampoline rather than `preexec_fn`, which is
+    unsafe in a process with threads."""
+    limit_then_exec = (
+        "import os, resource, sys; "
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[1]), int(sys.argv[1]))); "
+        "os.execv(sys.argv[2], sys.argv[2:])"
+    )
+    return [sys.executable, "-c", limit_then_exec, str(limit), *command]
 
 
 def _drain(process: subprocess.Popen[str], lines: queue.Queue[str]) -> None:

@@ -19,6 +19,7 @@ from kafkalite.protocol.records import read_batches
 from kafkalite.storage import LogConfig, PartitionLog
 from kafkalite.storage.file_ops import FileOps
 from kafkalite.storage.file_records import FileRecords
+from kafkalite.storage.partition_log import REFUSED_APPENDS_REMINDER_MS
 from kafkalite.storage.segment import SCAN_CHUNK_BYTES, Segment
 
 from .logkit import FakeClock, append, make_batch
@@ -239,6 +240,70 @@ async def test_failed_fsync_reaches_the_caller_and_stops_writes_until_reopened(t
     assert append(reopened, make_batch(1)) == (end, end)
     await reopened.sync()
     reopened.close()
+
+
+def storage_records(caplog: pytest.LogCaptureFixture) -> list[tuple[int, str]]:
+    return [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "kafkalite.storage"]
+
+
+def test_refused_appends_are_logged_once_a_streak_with_a_reminder_and_the_recovery(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A full disk fails every append of a partition: the operator reads one ERROR when the streak starts, a
+    reminder with the count every `REFUSED_APPENDS_REMINDER_MS`, and a WARNING when writes succeed again, not one
+    line per refused request."""
+    clock = FakeClock()
+    ops = FailingOps()
+    directory = tmp_path / "t-0"
+    log = PartitionLog.open(directory, CONFIG, file_ops=ops, clock=clock)
+    fill(log, 3)
+    caplog.set_level(logging.INFO, logger="kafkalite.storage")
+    for _ in range(5):
+        ops.fail_next_write = True
+        with pytest.raises(StorageError, match="No space left on device"):
+            append(log, make_batch(1))
+    assert storage_records(caplog) == [
+        (
+            logging.ERROR,
+            f"appends to {directory} fail, and are refused with KAFKA_STORAGE_ERROR until one succeeds: "
+            f"append to {directory / '00000000000000000000.log'} failed: No space left on device",
+        )
+    ]
+    caplog.clear()
+    clock.now_ms += REFUSED_APPENDS_REMINDER_MS
+    ops.fail_next_write = True
+    with pytest.raises(StorageError):
+        append(log, make_batch(1))
+    [(level, reminder)] = storage_records(caplog)
+    assert level == logging.ERROR
+    assert reminder.startswith(f"appends to {directory} still fail: 6 refused in 60 s, the last: append to ")
+    caplog.clear()
+    append(log, make_batch(1))
+    append(log, make_batch(1))
+    assert storage_records(caplog) == [(logging.WARNING, f"appends to {directory} succeed again, after 6 refused")]
+    caplog.clear()
+    ops.fail_next_write = True
+    with pytest.raises(StorageError):
+        append(log, make_batch(1))
+    append(log, make_batch(1))
+    assert [level for level, _ in storage_records(caplog)] == [logging.ERROR, logging.WARNING]  # a new streak
+    log.close()
+
+
+async def test_a_failed_fsync_is_logged_when_it_stops_the_log(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    ops = FailingOps()
+    directory = tmp_path / "t-0"
+    log = PartitionLog.open(directory, CONFIG, file_ops=ops)
+    fill(log, 3)
+    caplog.set_level(logging.INFO, logger="kafkalite.storage")
+    ops.fail_next_fsync = True
+    with pytest.raises(StorageError):
+        await log.sync()
+    [(level, message)] = storage_records(caplog)
+    assert level == logging.ERROR
+    assert message.startswith(f"{directory} refuses writes from now on, until the broker restarts: fsync ")
+    assert message.endswith("Input/output error")
+    log.close()
 
 
 async def test_group_commit_shares_fsyncs(tmp_path: Path) -> None:

@@ -103,6 +103,7 @@ RECOVERY_POINT_CHECKPOINT = "recovery-point"
 CLEAN_SHUTDOWN_MARKER = "clean-shutdown"
 _SEGMENT_NAME_DIGITS = 20
 ReadT = TypeVar("ReadT", bytes, FileRecords | bytes)
+REFUSED_APPENDS_REMINDER_MS = 60_000  # while appends keep failing, how often the log says so again
 _OPEN_INACTIVE_LOGS = 2  # a consumer catching up reads one old segment after another: enough to avoid reopen churn
 
 logger = logging.getLogger("kafkalite.storage")
@@ -136,6 +137,8 @@ class PartitionLog(SegmentedLog[Segment]):
         self._ops = file_ops
         self._closed = False
         self._fsync_failure: StorageError | None = None  # set by a failed fsync: the log then refuses writes
+        self._refused_appends = 0  # failed appends since the last one that succeeded (`_note_refused_append`)
+        self._refusals_began_ms = self._refusals_logged_ms = 0
         self._write_sequence = 1  # opening may have created or cut files: the first sync covers that
         self._synced_sequence = 0
         self._unsynced_segments: dict[int, Segment] = {segments[-1].base_offset: segments[-1]}
@@ -278,12 +281,42 @@ class PartitionLog(SegmentedLog[Segment]):
 
     def append(self, batch: bytes | bytearray | memoryview, header: BatchHeader) -> tuple[int, int]:
         self._check_writable()
-        active, base, last, now_ms = self._segment_for_append(len(batch), header)
-        active.append(batch, last, header.max_timestamp, self.config.index_interval_bytes, now_ms, base)
+        try:
+            active, base, last, now_ms = self._segment_for_append(len(batch), header)
+            active.append(batch, last, header.max_timestamp, self.config.index_interval_bytes, now_ms, base)
+        except StorageError as exc:
+            self._note_refused_append(exc)
+            raise
+        if self._refused_appends:
+            logger.warning("appends to %s succeed again, after %d refused", self.directory, self._refused_appends)
+            self._refused_appends = 0
         self._log_end = last + 1
         self._unsynced_segments[active.base_offset] = active
         self._write_sequence += 1
         return base, last
+
+    def _note_refused_append(self, exc: StorageError) -> None:
+        """Log a failed append (a full disk, an I/O error) when a streak of them starts, then a reminder with the
+        count every `REFUSED_APPENDS_REMINDER_MS` while it lasts; the append that ends it says so (`append`). A full
+        disk fails every request, and a line for each would bury the log."""
+        now_ms = self._clock()
+        self._refused_appends += 1
+        if self._refused_appends == 1:
+            self._refusals_logged_ms = self._refusals_began_ms = now_ms
+            logger.error(
+                "appends to %s fail, and are refused with KAFKA_STORAGE_ERROR until one succeeds: %s",
+                self.directory,
+                exc,
+            )
+        elif now_ms - self._refusals_logged_ms >= REFUSED_APPENDS_REMINDER_MS:
+            self._refusals_logged_ms = now_ms
+            logger.error(
+                "appends to %s still fail: %d refused in %d s, the last: %s",
+                self.directory,
+                self._refused_appends,
+                (now_ms - self._refusals_began_ms) // 1000,
+                exc,
+            )
 
     def read(self, offset: int, max_bytes: int) -> bytes:
         return self._read_with(Segment.read, offset, max_bytes)
@@ -563,6 +596,7 @@ class PartitionLog(SegmentedLog[Segment]):
             # (Linux clears the error once reported). So the log stops: no write is acknowledged on top of bytes
             # that may be gone. Reopening it (a broker restart) recovers from what is really on disk.
             self._fsync_failure = exc
+            logger.error("%s refuses writes from now on, until the broker restarts: %s", self.directory, exc)
             raise
         else:
             if self.sync_stats is not None:
