@@ -1,13 +1,14 @@
 """What the stream-processing application tests share: the app as a child process, its input, the expected output,
 reading topics to their end, and the changelog checks.
 
-The app (`quix_app.py`) does one job: for every keyed input `{"n": n}` they write
+The apps (`quix_app.py`, `faust_app.py`) do one job: for every keyed input `{"n": n}` they write
 `{"seq": i, "sum": s}` to their output topic, i being the key's input count and s the sum of its values so far, kept
 in a state store whose changelog topic the framework creates compacted.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import signal
 import subprocess
@@ -26,14 +27,15 @@ from .served import ServedBroker
 KEYS = 4
 
 
-def apps_python() -> Path | None:
-    """The interpreter the apps run with: .venv-apps's (`make test` builds it: quixstreams caps confluent-kafka below
-    the version the tests use), else this one if it has quixstreams; None when neither has it."""
+def apps_python(framework: str = "quixstreams") -> Path | None:
+    """The interpreter the apps run with: .venv-apps's (`make test` builds it with the `apps` extra: quixstreams caps
+    confluent-kafka below the version the tests use), else this one if it can import `framework`; None when neither
+    has it."""
     built = Path(__file__).resolve().parents[2] / ".venv-apps" / "bin" / "python"
     if built.exists():
         return built
     try:
-        import quixstreams  # noqa: F401
+        importlib.import_module(framework)
     except ImportError:
         return None
     return Path(sys.executable)
@@ -77,7 +79,7 @@ class App:
         self.log_path = log_path
         self.process: subprocess.Popen[bytes] | None = None
         python = apps_python()
-        assert python is not None, "no interpreter with quixstreams (make test builds .venv-apps)"
+        assert python is not None, "no interpreter for the apps (make test builds .venv-apps)"
         self.python = python
 
     def start(self) -> None:
