@@ -2,9 +2,10 @@
 
 The same job as `quix_app.py`: reads JSON `{"n": int}` messages from `numbers` (keyed), keeps a running count and sum
 per key in the table `totals` (so faust keeps the compacted changelog topic `summer-totals-changelog`), and writes
-`{"seq": int, "sum": int}` for every input to `sums`, keyed as the input: for a key's i-th input, `seq` is i
-(1-based). The table lives in memory, so every start restores it from the changelog alone. Runs until SIGTERM (a
-clean stop: faust commits) or SIGKILL.
+`{"seq": int, "sum": int, "n": int}` for every input to `sums`, keyed as the input: for a key's i-th input, `seq` is
+i (1-based), and `n` is the input's own value (so a test can tell which inputs were counted). The table lives in
+memory, so every start restores it from the changelog alone. Runs until SIGTERM (a clean stop: faust commits) or
+SIGKILL.
 
     python faust_app.py BOOTSTRAP STATE_DIR GUARANTEE      (GUARANTEE: at-least-once or exactly-once)
 """
@@ -46,9 +47,10 @@ def make_app(bootstrap: str, state_dir: str, guarantee: str) -> faust.App:
         async for event in stream.events():  # type: ignore[attr-defined]
             key = event.key.decode()
             previous = totals[key]
-            current = {"seq": previous["seq"] + 1, "sum": previous["sum"] + json.loads(event.value)["n"]}
+            n = json.loads(event.value)["n"]
+            current = {"seq": previous["seq"] + 1, "sum": previous["sum"] + n}
             totals[key] = current
-            await sums.send(key=event.key, value=json.dumps(current).encode())
+            await sums.send(key=event.key, value=json.dumps({**current, "n": n}).encode())
 
     return app
 

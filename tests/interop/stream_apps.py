@@ -71,15 +71,23 @@ class Topics:
 class App:
     """An app script as a child process: `python SCRIPT BOOTSTRAP STATE_DIR GUARANTEE`."""
 
-    def __init__(self, script: Path, broker: ServedBroker, state_dir: Path, guarantee: str, log_path: Path) -> None:
+    def __init__(
+        self,
+        script: Path,
+        broker: ServedBroker,
+        state_dir: Path,
+        guarantee: str,
+        log_path: Path,
+        framework: str = "quixstreams",
+    ) -> None:
         self.script = script
         self.broker = broker
         self.state_dir = state_dir
         self.guarantee = guarantee
         self.log_path = log_path
         self.process: subprocess.Popen[bytes] | None = None
-        python = apps_python()
-        assert python is not None, "no interpreter for the apps (make test builds .venv-apps)"
+        python = apps_python(framework)
+        assert python is not None, f"no interpreter with {framework} (make test builds .venv-apps)"
         self.python = python
 
     def start(self) -> None:

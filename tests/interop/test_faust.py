@@ -1,30 +1,34 @@
-"""A stateful faust application (faust-streaming) against `kafkalite serve`: its table's compacted changelog, restores
-across app and broker restarts, at-least-once and exactly-once.
+"""A stateful faust application (faust-streaming) against `kafkalite serve`, at-least-once: its table's compacted
+changelog, and restores across the app's restart and the broker's.
 
 `faust_app.py` (a real `faust.App` worker, in its own process) does the job of `quix_app.py`: a per-key running count
 and sum, kept in a table whose changelog topic faust creates compacted and restores the table from at every start
 (the table lives in memory). faust runs its own partition assignor inside the classic group protocol and commits its
-offsets every 20 inputs; with `exactly_once` it runs a transactional producer per source partition (aiokafka's
-transactions: the changelog writes and the offsets, through AddOffsetsToTxn and TxnOffsetCommit). The broker
-compacts the changelog while the app works (`stream_apps.BROKER_ARGS`). Checked, for both guarantees:
-* every output is right (for a key's i-th input: seq i and the sum of its first i values);
+offsets every 20 inputs. The broker compacts the changelog while the app works (`stream_apps.BROKER_ARGS`). Checked:
+* every input is counted, and each key's last result holds its whole count;
 * the changelog is `cleanup.policy=compact`, and after thousands of updates of its four keys holds a handful of
   records in a few segments;
-* a restarted app restores its table from the cleaned changelog (across the gaps cleaning leaves and, with
-  exactly-once, transaction markers) and goes on counting where it stopped;
+* a restarted app restores its table from the cleaned changelog (across the gaps cleaning leaves) and counts on from
+  it, not from zero;
 * after the broker restarts under it, the app reconnects, rejoins its group (membership is not kept across a
-  restart), restores its table from the restarted broker and goes on: exactly with exactly-once, and with
-  at-least-once counting again the inputs after its last offset commit.
+  restart), restores its table from the restarted broker and counts on.
+Not checked: that no input is counted twice. At-least-once counts again the inputs after the last offset commit
+when the app rejoins; and faust's own races (below) can too.
 
-Inputs are sent once the app says "Worker ready", never while it recovers. faust 0.15 has races of its own there
-and on a crash, seen while writing these tests, with the broker's answers checked in the logs:
-* inputs already fetched when its recovery seeks back to the committed offset may be skipped (1 run in 4 with 400
-  inputs waiting at start: the offsets after the first commit were never processed);
-* `exactly_once` commits a transaction's input offsets ahead of table updates still in its producer buffer (in
-  every transaction of a run, the committed offset led the committed changelog by up to a dozen inputs; each
-  transaction's commit or abort was the same in the changelog and in `__consumer_offsets`), so a kill -9 loses the
-  updates of inputs it had already committed, whatever the broker. Outputs to a topic outside faust's topology are
-  sent without a transaction.
+Inputs are sent once the app says "Worker ready", never while it recovers. faust 0.15's races, seen while writing
+these tests, with the broker's answers and the segment files checked:
+* inputs already fetched when its recovery seeks back to the committed offset may be skipped (1 start in 4 with 400
+  inputs waiting: the offsets after the first commit were never processed);
+* with `exactly_once`:
+  - a restart may restore nothing (1 run in 8, a clean stop included): the recovery asks the consumer for the
+    changelog's last stable offset before any fetch has told it, reads "highwater -1", and starts from an empty
+    table;
+  - it commits a transaction's input offsets ahead of table updates still in its producer buffer (in every
+    transaction of a run, the committed offset led the committed changelog by up to a dozen inputs; each
+    transaction's commit or abort was the same in the changelog and in `__consumer_offsets`), so a kill -9 loses
+    updates of inputs it had already committed, whatever the broker;
+  - outputs sent to a topic outside faust's topology go without a transaction.
+So `exactly_once` is not tested here.
 """
 
 from __future__ import annotations
@@ -47,7 +51,6 @@ from .stream_apps import (
     expected,
     outputs,
     produce_numbers,
-    wait_for_outputs,
 )
 
 if (
@@ -79,6 +82,19 @@ def app(serve: Serve, tmp_path: Path, request: pytest.FixtureRequest) -> Iterato
         started.kill()
 
 
+def results(bootstrap: str) -> dict[str, list[dict[str, int]]]:
+    """The app's outputs per key as `expected` gives them: seq and sum."""
+    return {
+        key: [{"seq": r["seq"], "sum": r["sum"]} for r in values]
+        for key, values in outputs(bootstrap, TOPICS.sink).items()
+    }
+
+
+def counted(bootstrap: str) -> set[int]:
+    """Every input that has an output: counted at least once."""
+    return {r["n"] for values in outputs(bootstrap, TOPICS.sink).values() for r in values}
+
+
 def wait_until_ready(app: App, times: int) -> None:
     """Until the app has finished its `times`-th recovery (its log says so once per assignment)."""
     until(
@@ -88,49 +104,59 @@ def wait_until_ready(app: App, times: int) -> None:
     )
 
 
-@pytest.mark.parametrize("app", ["at-least-once", "exactly-once"], indirect=True)
+def wait_until_counted(app: App, total: int) -> None:
+    """Until every input below `total` has an output."""
+    until(
+        lambda: counted(app.broker.bootstrap) == set(range(total)),
+        f"every input below {total} counted; app log:\n{app.log()}",
+        lambda: time.sleep(0.3),
+    )
+
+
+def assert_counted_from_restored_state(app: App, total: int, restarted_at: int) -> None:
+    """Every input below `total` counted (some may count twice: see the module docstring), each key's last result
+    at least the whole count, and the first results after the restart carry on from the restored table rather than
+    from zero."""
+    got, want = outputs(app.broker.bootstrap, TOPICS.sink), expected(total)
+    for key, results in want.items():
+        assert got[key][-1]["seq"] >= results[-1]["seq"], app.log()
+        assert got[key][-1]["sum"] >= results[-1]["sum"], app.log()
+        after = [r["seq"] for r in got[key] if r["n"] >= restarted_at]
+        assert min(after) > restarted_at // 4 - 20, f"{key}: the table was not restored ({min(after)})"
+
+
+@pytest.mark.parametrize("app", ["at-least-once"], indirect=True)
 def test_the_table_is_restored_from_its_compacted_changelog(app: App) -> None:
     bootstrap = app.broker.bootstrap
     app.start()
     wait_until_ready(app, 1)
     produce_numbers(bootstrap, TOPICS.source, 0, 2000)
-    wait_for_outputs(app, TOPICS.sink, 2000)
+    wait_until_counted(app, 2000)
     assert_compacted(app.broker, TOPICS.changelog, STATE_KEYS)
     app.stop()
-    assert outputs(bootstrap, TOPICS.sink) == expected(2000), app.log()
 
     app.start()  # the table is in memory: all it knows comes from the cleaned changelog
     wait_until_ready(app, 2)
     produce_numbers(bootstrap, TOPICS.source, 2000, 400)
-    wait_for_outputs(app, TOPICS.sink, 2400)
+    wait_until_counted(app, 2400)
     app.stop()
-    assert outputs(bootstrap, TOPICS.sink) == expected(2400), app.log()
+    assert_counted_from_restored_state(app, 2400, 2000)
 
 
-@pytest.mark.parametrize("app", ["at-least-once", "exactly-once"], indirect=True)
+@pytest.mark.parametrize("app", ["at-least-once"], indirect=True)
 def test_the_app_carries_on_across_a_broker_restart(app: App) -> None:
     """KafkaLite does not keep a classic group's members across a restart (Apache Kafka does, in
-    `__consumer_offsets`), so the app's next commit fails, it rejoins and restores its table. With exactly-once the
-    count goes on exact. With at-least-once the inputs after its last offset commit are counted again (their table
-    updates were written before the restart): nothing is lost, some are counted twice."""
+    `__consumer_offsets`), so the app's next commit fails, it rejoins and restores its table from the restarted
+    broker; the inputs after its last offset commit may then be counted again."""
     bootstrap = app.broker.bootstrap
     app.start()
     wait_until_ready(app, 1)
     produce_numbers(bootstrap, TOPICS.source, 0, 1000)
-    wait_for_outputs(app, TOPICS.sink, 1000)
+    wait_until_counted(app, 1000)
     app.broker.restart()  # SIGTERM, then the same data and port: the app's next request finds the new process
     wait_until_ready(app, 2)  # it rejoined its group and restored its table from the restarted broker
     produce_numbers(bootstrap, TOPICS.source, 1000, 1000)
-    want = {key: results[-1] for key, results in expected(2000).items()}
-    until(
-        lambda: all(results[-1]["seq"] >= want[key]["seq"] for key, results in outputs(bootstrap, TOPICS.sink).items()),
-        f"every input counted; app log:\n{app.log()}",
-        lambda: time.sleep(0.3),
-    )
+    wait_until_counted(app, 2000)
     app.stop()
-    got = outputs(bootstrap, TOPICS.sink)
-    if app.guarantee == "exactly-once":
-        assert got == expected(2000), app.log()
-    else:
-        assert all(got[key][-1]["sum"] >= want[key]["sum"] for key in want), (got, want)
+    assert_counted_from_restored_state(app, 2000, 1000)
     assert_compacted(app.broker, TOPICS.changelog, STATE_KEYS)

@@ -38,10 +38,12 @@ LogFactory = Callable[..., Log]
 
 
 class RecordingOps(FileOps):
-    """Real file operations, with the ones that change what survives a crash written down in order."""
+    """Real file operations, with the ones that change what survives a crash written down in order (by file name),
+    and the fsyncs of `failing_fsyncs` failing."""
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, str]] = []
+        self.failing_fsyncs: set[str] = set()  # file names whose fsync fails with EIO
         self._paths: dict[int, str] = {}
 
     def open(self, path: Path, flags: int) -> int:
@@ -49,8 +51,19 @@ class RecordingOps(FileOps):
         self._paths[fd] = path.name
         return fd
 
+    def dup(self, fd: int) -> int:
+        copy = super().dup(fd)
+        self._paths[copy] = self._paths[fd]
+        return copy
+
+    def close(self, fd: int) -> None:
+        self._paths.pop(fd, None)
+        super().close(fd)
+
     def fsync(self, fd: int) -> None:
         self.calls.append(("fsync", self._paths[fd]))
+        if self._paths[fd] in self.failing_fsyncs:
+            raise OSError(5, "Input/output error")
         super().fsync(fd)
 
     def fsync_directory(self, directory: Path) -> None:

@@ -12,6 +12,7 @@ from crc32c import crc32c
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kafkalite.errors import StorageError
 from kafkalite.protocol.batch_rewrite import ATTR_DELETE_HORIZON, delete_horizon
 from kafkalite.protocol.records import (
     ATTR_CONTROL,
@@ -420,6 +421,38 @@ def test_a_cleaning_on_a_log_that_fsyncs_fsyncs_the_transaction_index_it_regroup
         assert [e.producer_id for e in log.aborted_transactions(0, log.log_end_offset)] == [5, 7]
     finally:
         log.close()
+
+
+def test_a_failed_regroup_of_the_transaction_index_stops_writes_and_a_reopen_recovers(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    """The cleaned segments are swapped in; the merged `.txnindex` cannot be fsynced: the cleaning fails with a
+    StorageError (never a raw OSError), the log refuses writes, and reopening finds every abort in the old files."""
+    directory = tmp_path / "t-0"
+    log = PartitionLog.open(directory, COMPACTED, clock=clock, fsync=True)
+    for producer_id in (5, 7):
+        log.append(batch := transactional([(b"a", b"aborted")], producer_id), read_header(batch))
+        marker = log.log_end_offset
+        log.append(batch := control_batch(producer_id, commit=False), read_header(batch))
+        log.append_aborted_transaction(AbortedTxn(producer_id, marker - 1, marker, marker + 1))
+        for n in range(15):
+            put(log, [(b"filler%d" % (n % 2), b"f" * 60)])
+    log.close()
+    ops = RecordingOps()
+    ops.failing_fsyncs.add("00000000000000000000.txnindex.tmp")
+    merging = replace(COMPACTED, segment_bytes=1 << 20)
+    log = PartitionLog.open(directory, merging, clock=clock, fsync=True, file_ops=ops)
+    aborted = log.aborted_transactions(0, log.log_end_offset)
+    with pytest.raises(StorageError, match="regrouping the transaction index"):
+        clean(log, clock(), CleaningContext(aborted=aborted))
+    with pytest.raises(StorageError, match="refuses writes"):
+        put(log, [(b"k", b"v")])
+    log.close()
+    reopened = PartitionLog.open(directory, merging, clock=clock, fsync=True)
+    try:
+        assert [e.producer_id for e in reopened.aborted_transactions(0, reopened.log_end_offset)] == [5, 7]
+    finally:
+        reopened.close()
 
 
 def test_a_full_offset_map_ends_the_cleaning_early_and_the_next_one_goes_on(

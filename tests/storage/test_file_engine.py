@@ -16,13 +16,13 @@ from kafka.record.memory_records import MemoryRecords
 
 from kafkalite.errors import StorageError
 from kafkalite.protocol.records import read_batches
-from kafkalite.storage import LogConfig, PartitionLog
+from kafkalite.storage import AbortedTxn, LogConfig, PartitionLog
 from kafkalite.storage.file_ops import FileOps
 from kafkalite.storage.file_records import FileRecords
 from kafkalite.storage.partition_log import REFUSED_APPENDS_REMINDER_MS
 from kafkalite.storage.segment import SCAN_CHUNK_BYTES, Segment
 
-from .logkit import FakeClock, append, make_batch
+from .logkit import FakeClock, RecordingOps, append, make_batch
 
 CONFIG = LogConfig(segment_bytes=20_000, index_interval_bytes=1_000)
 
@@ -303,6 +303,25 @@ async def test_a_failed_fsync_is_logged_when_it_stops_the_log(tmp_path: Path, ca
     assert level == logging.ERROR
     assert message.startswith(f"{directory} refuses writes from now on, until the broker restarts: fsync ")
     assert message.endswith("Input/output error")
+    log.close()
+
+
+async def test_an_abort_entry_is_fsynced_by_the_next_sync_round(tmp_path: Path) -> None:
+    """The start-up replay re-indexes only the log's tail: on a log that fsyncs, the `.txnindex` an abort was
+    appended to is fsynced with the marker's round (and the directory, the first time the file appears)."""
+    ops = RecordingOps()
+    directory = tmp_path / "t-0"
+    log = PartitionLog.open(directory, CONFIG, file_ops=ops)
+    fill(log, 3)
+    await log.sync()
+    txn_index = "00000000000000000000.txnindex"
+    for round_number in range(2):
+        ops.calls.clear()
+        append(log, make_batch(1))
+        log.append_aborted_transaction(AbortedTxn(7, 0, log.log_end_offset - 1, log.log_end_offset))
+        await log.sync()
+        assert ("fsync", txn_index) in ops.calls
+        assert (("fsync_directory", "t-0") in ops.calls) == (round_number == 0)  # the file was new
     log.close()
 
 

@@ -16,7 +16,9 @@ Files, for a group of segments B, B2 .. Bk cleaned into one segment with base of
      roll checkpoint, or close) fsyncs the directory.
 Steps 3 and 4 run on the event loop under the partition's append lock (`PartitionLog.finish_cleaning`), after a
 check that the log has not moved or removed segments since the cleaning was prepared: only a cleaning of the log as it
-still is may become durable. Their cost there is a few renames and removes and one directory fsync.
+still is may become durable. Their cost there is a few renames and removes and one directory fsync, and when the
+cleaned segments held aborts and the log fsyncs, an fsync of each rewritten `.txnindex` and one more of the directory
+(`TransactionIndex.regroup`).
 
 Recovery (`recover_interrupted_cleaning`, at open, before segments are loaded): every `.cleaned` file is deleted;
 for each `B.log.swap`, whose content is whole (it was fsynced before it got that name), the segments it replaces

@@ -86,11 +86,12 @@ class FileOps:
 TEMP_SUFFIX = ".tmp"
 
 
-def replace_atomically(ops: FileOps, path: Path, data: bytes, *, fsync: bool) -> None:
+def replace_atomically(ops: FileOps, path: Path, data: bytes, *, fsync: bool, sync_parent: bool = True) -> None:
     """Replace `path` with `data` so that after a crash it holds the old content or the new, never a mix.
 
     Write `<name>.tmp`, fsync it, rename it over `path`, fsync the directory (`fsync=False` keeps the rename, which is
-    enough against kill -9, and skips both fsyncs). Raises `OSError`; callers name the file in a `StorageError`.
+    enough against kill -9, and skips both fsyncs; `sync_parent=False` leaves the directory's fsync to a caller that
+    replaces several files). Raises `OSError`; callers name the file in a `StorageError`.
     """
     temp = path.with_name(path.name + TEMP_SUFFIX)
     fd = ops.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
@@ -101,5 +102,5 @@ def replace_atomically(ops: FileOps, path: Path, data: bytes, *, fsync: bool) ->
     finally:
         ops.close(fd)
     ops.rename(temp, path)
-    if fsync:
+    if fsync and sync_parent:
         ops.fsync_directory(path.parent)

@@ -95,7 +95,7 @@ from kafkalite.storage.file_records import TRUNCATED_SUFFIX, FileRecords
 from kafkalite.storage.policy import DEFAULT_CONFIG, wall_clock_ms
 from kafkalite.storage.segment import LOG_SUFFIX, Segment, storage_error
 from kafkalite.storage.segmented_log import SegmentedLog
-from kafkalite.storage.transaction_index import TransactionIndex
+from kafkalite.storage.transaction_index import AbortedTxn, TransactionIndex, txn_index_path
 
 LOG_START_CHECKPOINT = "log-start-offset"
 RECOVERY_POINT_CHECKPOINT = "recovery-point"
@@ -142,6 +142,7 @@ class PartitionLog(SegmentedLog[Segment]):
         self._write_sequence = 1  # opening may have created or cut files: the first sync covers that
         self._synced_sequence = 0
         self._unsynced_segments: dict[int, Segment] = {segments[-1].base_offset: segments[-1]}
+        self._unsynced_txn_index: set[Path] = set()  # `.txnindex` files an abort was appended to since the last round
         self._directory_unsynced = True
         self._sync_round: asyncio.Task[None] | None = None
         self.sync_stats: SyncStats | None = None  # the broker's fsync-round counters (`/metrics`), when it keeps them
@@ -295,6 +296,22 @@ class PartitionLog(SegmentedLog[Segment]):
         self._write_sequence += 1
         return base, last
 
+    def append_aborted_transaction(self, entry: AbortedTxn) -> None:
+        """Index the abort, and make its `.txnindex` file part of the next sync round: the marker is synced by
+        that round, and the start-up replay re-indexes only the log's tail, so the entry is made as durable."""
+        self._check_open()
+        base = self._segments[-1].base_offset
+        path = txn_index_path(self.directory, base)
+        created = not path.exists()
+        try:
+            self._txn_index.append(base, entry)
+        except OSError as exc:
+            raise storage_error("append to", path, exc) from exc
+        if self._fsync:
+            self._unsynced_txn_index.add(path)
+            self._directory_unsynced |= created
+            self._write_sequence += 1
+
     def _note_refused_append(self, exc: StorageError) -> None:
         """Log a failed append (a full disk, an I/O error) when a streak of them starts, then a reminder with the
         count every `REFUSED_APPENDS_REMINDER_MS` while it lasts; the append that ends it says so (`append`). A full
@@ -376,7 +393,7 @@ class PartitionLog(SegmentedLog[Segment]):
                 job.discard()
                 raise
             # Durable on disk, half done in the directory: the next open completes it; until then, no writes.
-            self._fsync_failure = StorageError(f"a cleaning of {self.directory} could not be completed")
+            self._stop_writes(StorageError(f"a cleaning of {self.directory} could not be completed"))
             raise
         gone = {id(segment) for segment in rewritten}
         self._rolled = [entry for entry in self._rolled if id(entry[0]) not in gone]
@@ -385,7 +402,12 @@ class PartitionLog(SegmentedLog[Segment]):
             self._open_inactive.pop(id(segment), None)
         self._segments[: len(rewritten)] = cleaned
         self._segment_bases = [segment.base_offset for segment in self._segments]
-        self._txn_index.regroup(self._segment_bases, dropped=outcome.dropped_markers, fsync=self._fsync)
+        try:
+            self._txn_index.regroup(self._segment_bases, dropped=outcome.dropped_markers, fsync=self._fsync)
+        except OSError as exc:  # the segments are swapped in; the next open regroups the index from its files
+            failure = StorageError(f"regrouping the transaction index of {self.directory} failed: {exc}")
+            self._stop_writes(failure)
+            raise failure from exc
         self._directory_unsynced = True  # the removes and renames after the commit point: the next round syncs them
         self._write_sequence += 1
         self._first_dirty = outcome.first_dirty
@@ -427,7 +449,7 @@ class PartitionLog(SegmentedLog[Segment]):
                 unflushed = [segment for segment, _ in self._rolled]
                 unflushed += [*self._unsynced_segments.values(), self._segments[-1]]
                 unique = list({id(segment): segment for segment in unflushed}.values())
-                self._fsync_descriptors(self._dup_files(unique), sync_directory=True)
+                self._fsync_descriptors(self._dup_files(unique) + self._open_txn_indexes(), sync_directory=True)
             with self._checkpoint_lock:
                 self._checkpoint_epoch += 1  # an in-flight roll checkpoint must not overwrite what follows
                 try:
@@ -556,6 +578,22 @@ class PartitionLog(SegmentedLog[Segment]):
             if epoch == self._checkpoint_epoch:
                 self._write_recovery_point(recovery_point)
 
+    def _open_txn_indexes(self, paths: list[Path] | None = None) -> list[tuple[int, Path]]:
+        """Descriptors of the `.txnindex` files an abort was appended to since the last sync round (or of `paths`),
+        for `_fsync_descriptors`; a file whose segment left the log since is skipped."""
+        opened: list[tuple[int, Path]] = []
+        try:
+            for path in sorted(self._unsynced_txn_index) if paths is None else paths:
+                try:
+                    opened.append((self._ops.open(path, os.O_WRONLY), path))
+                except FileNotFoundError:  # retention, truncation or a cleaning took its segment
+                    continue
+        except OSError as exc:
+            for fd, _ in opened:
+                self._ops.close(fd)
+            raise storage_error("flush", path, exc) from exc
+        return opened
+
     def _dup_files(self, segments: list[Segment]) -> list[tuple[int, Path]]:
         """Descriptors of our own of every file of `segments` (closed again by `_fsync_descriptors`)."""
         opened: list[tuple[int, Path]] = []
@@ -572,18 +610,22 @@ class PartitionLog(SegmentedLog[Segment]):
         """One group-commit round: fsync what was written before it started, in a worker thread."""
         sequence = self._write_sequence
         segments = list(self._unsynced_segments.values())
+        txn_indexes = list(self._unsynced_txn_index)
         sync_directory = self._directory_unsynced
         self._unsynced_segments.clear()
+        self._unsynced_txn_index.clear()
         self._directory_unsynced = False
         fds: list[tuple[int, Path]] = []
         try:
             for segment in segments:
                 fds.append((segment.open_log_for_flush(), segment.log_path))
+            fds += self._open_txn_indexes(txn_indexes)
         except StorageError:
             for fd, _ in fds:
                 self._ops.close(fd)
             self._sync_round = None
             self._unsynced_segments.update((segment.base_offset, segment) for segment in segments)
+            self._unsynced_txn_index.update(txn_indexes)
             self._directory_unsynced |= sync_directory
             raise
         began = time.perf_counter()
@@ -595,8 +637,7 @@ class PartitionLog(SegmentedLog[Segment]):
             # A failed fsync may have dropped dirty pages for good, and a later fsync can succeed over the hole
             # (Linux clears the error once reported). So the log stops: no write is acknowledged on top of bytes
             # that may be gone. Reopening it (a broker restart) recovers from what is really on disk.
-            self._fsync_failure = exc
-            logger.error("%s refuses writes from now on, until the broker restarts: %s", self.directory, exc)
+            self._stop_writes(exc)
             raise
         else:
             if self.sync_stats is not None:
@@ -622,6 +663,11 @@ class PartitionLog(SegmentedLog[Segment]):
                 failure = StorageError(f"fsync {self.directory} failed: {exc.strerror or exc}")
         if failure is not None:
             raise failure
+
+    def _stop_writes(self, failure: StorageError) -> None:
+        """Refuse every write from now on (reads go on) until the log is reopened, and say so once."""
+        self._fsync_failure = failure
+        logger.error("%s refuses writes from now on, until the broker restarts: %s", self.directory, failure)
 
     def _check_open(self) -> None:
         if self._closed:

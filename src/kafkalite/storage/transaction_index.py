@@ -20,10 +20,12 @@ log (retention, DeleteRecords, truncation); `regroup` follows a cleaning that me
 the file of the segment now holding its marker), and `load` does the same with whatever files it finds, so a crash
 between a cleaning's swap and its regroup loses nothing. Entries whose `last_offset` is below the log start are
 ignored by readers and leave with their segment. The index is derived from the log: the broker re-adds entries it
-finds missing when it replays the log tail on start, and `load` drops entries past the recovered log end, so an
-append or a truncation writes to the page cache only (a torn last entry is discarded on load). A regroup is the
-exception: a cleaning's segments lie below the recovery point, where no replay reaches, so on a log that fsyncs it
-fsyncs the files it rewrites before it removes those of the segments that left.
+finds missing when it replays the log's tail on start (its last `broker.partition.PRODUCER_STATE_WINDOW` offsets),
+and `load` drops entries past the recovered log end (a torn last entry is discarded). An entry older than that window
+is known only from its file, so on a log that fsyncs, the file an abort was appended to joins the log's next sync
+round (`PartitionLog.append_aborted_transaction`), and a regroup fsyncs the files it rewrites, and their directory
+once, before it removes those of the segments that left. A truncation writes to the page cache only: what it drops
+lies past the log end it leaves.
 
 Concurrency: used from the event loop only, like the log that owns it.
 """
@@ -124,10 +126,13 @@ class TransactionIndex:
             if at >= 0:
                 regrouped.setdefault(segment_bases[at], []).append(by_marker[last_offset])
         if self._directory is not None:
-            for base, group in regrouped.items():
-                if self._on_disk.get(base) != group:
-                    data = b"".join(entry.encode() for entry in group)
-                    replace_atomically(self._ops, txn_index_path(self._directory, base), data, fsync=fsync)
+            changed = [(base, group) for base, group in regrouped.items() if self._on_disk.get(base) != group]
+            for base, group in changed:
+                data = b"".join(entry.encode() for entry in group)
+                path = txn_index_path(self._directory, base)
+                replace_atomically(self._ops, path, data, fsync=fsync, sync_parent=False)
+            if fsync and changed:
+                self._ops.fsync_directory(self._directory)  # once for every rename, before any file goes
             for base in set(self._on_disk) - set(regrouped):
                 self._ops.remove(txn_index_path(self._directory, base))
             self._on_disk = {base: list(group) for base, group in regrouped.items()}
