@@ -53,9 +53,7 @@ from .stream_apps import (
     produce_numbers,
 )
 
-if (
-    apps_python("faust") is None
-):  # `make test` builds .venv-apps (the `apps` extra); by hand: `make .venv-apps/.installed`
+if apps_python("faust") is None:  # `make test` builds .venv-apps with the `apps` extra
     pytest.skip("no interpreter with faust-streaming: run `make .venv-apps/.installed`", allow_module_level=True)
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(300)]

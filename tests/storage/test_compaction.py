@@ -390,22 +390,28 @@ def test_an_abort_marker_cleaned_away_leaves_the_transaction_index(
         reopened.close()
 
 
-def test_a_cleaning_on_a_log_that_fsyncs_fsyncs_the_transaction_index_it_regroups(
-    tmp_path: Path, clock: FakeClock
-) -> None:
-    """Cleaned segments lie below the recovery point, where no replay on start re-indexes their aborts: the merged
-    `.txnindex` is fsynced, then the file of the segment that left is removed."""
-    directory = tmp_path / "t-0"
+def write_aborts_in_two_segments(directory: Path, clock: FakeClock) -> None:
+    """A compacted log that fsyncs, with an aborted transaction (indexed in `.txnindex`) in each of its first two
+    segments, closed: the recovery point is then its end, so every closed segment is cleanable."""
     log = PartitionLog.open(directory, COMPACTED, clock=clock, fsync=True)
-    for producer_id in (5, 7):  # an aborted transaction in each of two segments
+    for producer_id in (5, 7):
         log.append(batch := transactional([(b"a", b"aborted")], producer_id), read_header(batch))
         marker = log.log_end_offset
         log.append(batch := control_batch(producer_id, commit=False), read_header(batch))
         log.append_aborted_transaction(AbortedTxn(producer_id, marker - 1, marker, marker + 1))
         for n in range(15):
             put(log, [(b"filler%d" % (n % 2), b"f" * 60)])
+    log.close()
+
+
+def test_a_cleaning_on_a_log_that_fsyncs_fsyncs_the_transaction_index_it_regroups(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    """The start-up replay re-indexes aborts only in the log's tail, so the merged `.txnindex` is fsynced (with its
+    directory) before the file of the segment that left is removed."""
+    directory = tmp_path / "t-0"
+    write_aborts_in_two_segments(directory, clock)
     second = sorted(directory.glob("*.txnindex"))[1].name
-    log.close()  # the recovery point moves to the log end, so every closed segment is cleanable
     ops = RecordingOps()
     merging = replace(COMPACTED, segment_bytes=1 << 20)  # the cleaning groups every closed segment into one
     log = PartitionLog.open(directory, merging, clock=clock, fsync=True, file_ops=ops)
@@ -429,15 +435,7 @@ def test_a_failed_regroup_of_the_transaction_index_stops_writes_and_a_reopen_rec
     """The cleaned segments are swapped in; the merged `.txnindex` cannot be fsynced: the cleaning fails with a
     StorageError (never a raw OSError), the log refuses writes, and reopening finds every abort in the old files."""
     directory = tmp_path / "t-0"
-    log = PartitionLog.open(directory, COMPACTED, clock=clock, fsync=True)
-    for producer_id in (5, 7):
-        log.append(batch := transactional([(b"a", b"aborted")], producer_id), read_header(batch))
-        marker = log.log_end_offset
-        log.append(batch := control_batch(producer_id, commit=False), read_header(batch))
-        log.append_aborted_transaction(AbortedTxn(producer_id, marker - 1, marker, marker + 1))
-        for n in range(15):
-            put(log, [(b"filler%d" % (n % 2), b"f" * 60)])
-    log.close()
+    write_aborts_in_two_segments(directory, clock)
     ops = RecordingOps()
     ops.failing_fsyncs.add("00000000000000000000.txnindex.tmp")
     merging = replace(COMPACTED, segment_bytes=1 << 20)
