@@ -269,18 +269,23 @@ def test_refused_appends_are_logged_once_a_streak_with_a_reminder_and_the_recove
             f"append to {directory / '00000000000000000000.log'} failed: No space left on device",
         )
     ]
+    clock.now_ms += REFUSED_APPENDS_REMINDER_MS - 1
+    ops.fail_next_write = True
+    with pytest.raises(StorageError):
+        append(log, make_batch(1))
+    assert len(storage_records(caplog)) == 1  # not yet a minute since the first line
     caplog.clear()
-    clock.now_ms += REFUSED_APPENDS_REMINDER_MS
+    clock.now_ms += 1
     ops.fail_next_write = True
     with pytest.raises(StorageError):
         append(log, make_batch(1))
     [(level, reminder)] = storage_records(caplog)
     assert level == logging.ERROR
-    assert reminder.startswith(f"appends to {directory} still fail: 6 refused in 60 s, the last: append to ")
+    assert reminder.startswith(f"appends to {directory} still fail: 7 refused in 60 s, the last: append to ")
     caplog.clear()
     append(log, make_batch(1))
     append(log, make_batch(1))
-    assert storage_records(caplog) == [(logging.WARNING, f"appends to {directory} succeed again, after 6 refused")]
+    assert storage_records(caplog) == [(logging.WARNING, f"appends to {directory} succeed again, after 7 refused")]
     caplog.clear()
     ops.fail_next_write = True
     with pytest.raises(StorageError):
