@@ -13,22 +13,11 @@ offsets every 20 inputs. The broker compacts the changelog while the app works (
 * after the broker restarts under it, the app reconnects, rejoins its group (membership is not kept across a
   restart), restores its table from the restarted broker and counts on.
 Not checked: that no input is counted twice. At-least-once counts again the inputs after the last offset commit
-when the app rejoins; and faust's own races (below) can too.
+when the app rejoins.
 
-Inputs are sent once the app says "Worker ready", never while it recovers. faust 0.15's races, seen while writing
-these tests, with the broker's answers and the segment files checked:
-* inputs already fetched when its recovery seeks back to the committed offset may be skipped (1 start in 4 with 400
-  inputs waiting: the offsets after the first commit were never processed);
-* with `exactly_once`:
-  - a restart may restore nothing (1 run in 8, a clean stop included): the recovery asks the consumer for the
-    changelog's last stable offset before any fetch has told it, reads "highwater -1", and starts from an empty
-    table;
-  - it commits a transaction's input offsets ahead of table updates still in its producer buffer (in every
-    transaction of a run, the committed offset led the committed changelog by up to a dozen inputs; each
-    transaction's commit or abort was the same in the changelog and in `__consumer_offsets`), so a kill -9 loses
-    updates of inputs it had already committed, whatever the broker;
-  - outputs sent to a topic outside faust's topology go without a transaction.
-So `exactly_once` is not tested here.
+Inputs are sent once the app says "Worker ready", never while it recovers: faust 0.15 may skip inputs it fetched
+before its recovery seeks back. That race, and why its `exactly_once` is not tested here, are in
+docs/guides/stream-processing.md ("faust").
 """
 
 from __future__ import annotations
