@@ -302,7 +302,7 @@ class PartitionLog(SegmentedLog[Segment]):
         self._check_open()
         base = self._segments[-1].base_offset
         path = txn_index_path(self.directory, base)
-        created = not path.exists()
+        created = self._fsync and path not in self._unsynced_txn_index and not path.exists()
         try:
             self._txn_index.append(base, entry)
         except OSError as exc:
@@ -449,7 +449,8 @@ class PartitionLog(SegmentedLog[Segment]):
                 unflushed = [segment for segment, _ in self._rolled]
                 unflushed += [*self._unsynced_segments.values(), self._segments[-1]]
                 unique = list({id(segment): segment for segment in unflushed}.values())
-                self._fsync_descriptors(self._dup_files(unique) + self._open_txn_indexes(), sync_directory=True)
+                files = self._dup_files(unique) + self._open_txn_indexes(list(self._unsynced_txn_index))
+                self._fsync_descriptors(files, sync_directory=True)
             with self._checkpoint_lock:
                 self._checkpoint_epoch += 1  # an in-flight roll checkpoint must not overwrite what follows
                 try:
@@ -578,20 +579,19 @@ class PartitionLog(SegmentedLog[Segment]):
             if epoch == self._checkpoint_epoch:
                 self._write_recovery_point(recovery_point)
 
-    def _open_txn_indexes(self, paths: list[Path] | None = None) -> list[tuple[int, Path]]:
-        """Descriptors of the `.txnindex` files an abort was appended to since the last sync round (or of `paths`),
+    def _open_txn_indexes(self, paths: list[Path]) -> list[tuple[int, Path]]:
+        """Descriptors of the `.txnindex` files `paths` (those an abort was appended to since the last sync round),
         for `_fsync_descriptors`; a file whose segment left the log since is skipped."""
         opened: list[tuple[int, Path]] = []
-        try:
-            for path in sorted(self._unsynced_txn_index) if paths is None else paths:
-                try:
-                    opened.append((self._ops.open(path, os.O_WRONLY), path))
-                except FileNotFoundError:  # retention, truncation or a cleaning took its segment
-                    continue
-        except OSError as exc:
-            for fd, _ in opened:
-                self._ops.close(fd)
-            raise storage_error("flush", path, exc) from exc
+        for path in paths:
+            try:
+                opened.append((self._ops.open(path, os.O_WRONLY), path))
+            except FileNotFoundError:  # retention, truncation or a cleaning took its segment
+                continue
+            except OSError as exc:
+                for fd, _ in opened:
+                    self._ops.close(fd)
+                raise storage_error("flush", path, exc) from exc
         return opened
 
     def _dup_files(self, segments: list[Segment]) -> list[tuple[int, Path]]:

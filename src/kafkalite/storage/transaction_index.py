@@ -116,9 +116,9 @@ class TransactionIndex:
         on open. Each entry moves to the segment holding its marker; entries below the first segment go, and so do
         those whose marker the cleaning removed (`dropped`: marker offsets).
 
-        Files whose content changed are rewritten first (each fsynced with the directory when `fsync`), and only
-        then are the files of segments no longer in the log removed: a crash in between leaves an entry in two
-        files, which the next `load` keeps once (an abort marker's offset names its entry)."""
+        Files whose content changed are rewritten first (with `fsync`, each file and then their directory once are
+        fsynced), and only then are the files of segments no longer in the log removed: a crash in between leaves an
+        entry in two files, which the next `load` keeps once (an abort marker's offset names its entry)."""
         by_marker = {e.last_offset: e for group in self._by_segment.values() for e in group}
         regrouped: dict[int, list[AbortedTxn]] = {}
         for last_offset in sorted(by_marker.keys() - set(dropped)):
