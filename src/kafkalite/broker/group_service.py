@@ -20,9 +20,20 @@ with members gets INCONSISTENT_GROUP_PROTOCOL (Kafka's answer when online migrat
 other type is replaced. OffsetCommit/OffsetFetch of a consumer group check member id and member epoch. A consumer
 group left Empty without committed offsets is forgotten at once.
 
-The coordinators keep groups in memory only; committed offsets survive a restart. So a group the coordinator does not
-know but that has committed offsets is answered here as Kafka would after loading it: listed and described as an
-Empty "consumer" group, and deletable (which deletes its offsets).
+Restarts. A classic group's membership is stored in `__consumer_offsets` as Kafka stores it (`groups.stored_group`
+says when, `group_records.py` how): after every call the coordinator's store outbox is drained and written through the
+`OffsetManager`, and the replies completed by the same call wait for that write, so a member hears of a generation
+only once the generation is durable (the leader's and the followers' SyncGroup wait for the group's record, as in
+Kafka). Writes and the replies behind them keep their order. A write that fails is logged and the replies go out
+anyway: the group carries on in memory, and a restart then finds its previous generation, so its members rejoin.
+At start, the stored groups are restored: one with members comes back Stable with them, its members' sessions
+starting again; an Empty one comes back Empty when it has committed offsets and is deleted (a tombstone) when it has
+none, as Kafka's expiry sweep would. KIP-848 consumer groups are kept in memory only: after a restart their members
+are fenced and join again.
+
+A group the coordinators do not know but that has committed offsets (a standalone commit, or offsets written before
+groups were stored) is answered here as Kafka would after loading it: listed and described as an Empty "consumer"
+group, and deletable (which deletes its offsets).
 """
 
 from __future__ import annotations
@@ -31,12 +42,14 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from kafkalite.broker.offsets import OffsetManager
-from kafkalite.errors import ClosedError
+from kafkalite.errors import ClosedError, KafkaLiteError
 from kafkalite.groups import (
     Assignment,
+    CompletedReply,
     ConsumerGroupConfig,
     ConsumerGroupCoordinator,
     DescribedConsumerGroup,
@@ -52,6 +65,7 @@ from kafkalite.groups import (
     LeaveResult,
     LeavingMember,
     MemberDescription,
+    StoredGroup,
     SyncPending,
     SyncResult,
     TopicImage,
@@ -87,6 +101,29 @@ class GroupService:
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at: int | None = None
         self.rebalances: dict[str, int] = {}  # group -> completed rebalances (generations), for `/metrics`
+        # Group records to write, each with the replies that wait for it and a future set once both are done.
+        self._store_queue: list[_PendingStore] = []
+        self._store_task: asyncio.Task[None] | None = None
+        self._restore()
+
+    def _restore(self) -> None:
+        """Bring back the classic groups stored before the restart (see the module docstring)."""
+        now = monotonic_ms()
+        with_offsets = self.offsets.groups()
+        forgotten: list[tuple[str, StoredGroup | None]] = []
+        for group_id, stored in self.offsets.stored_groups().items():
+            if stored.members or group_id in with_offsets:
+                self.coordinator.restore(group_id, stored, now_ms=now)
+            else:
+                forgotten.append((group_id, None))
+        restored = self.coordinator.list_groups()
+        if restored:
+            active = sum(g.state != GroupState.EMPTY.value for g in restored)
+            logger.info("Restored %d classic groups, %d of them with members", len(restored), active)
+        if forgotten:
+            logger.info("Deleting %d stored classic groups left Empty without committed offsets", len(forgotten))
+            self._queue_store(forgotten, [])
+        self._settle()
 
     async def join(self, group_id: str, member_id: str, **request: Any) -> JoinResult:
         """JoinGroup: wait until the rebalance completes (or fails) and return this member's reply."""
@@ -96,10 +133,12 @@ class GroupService:
             self.consumer.delete_group(group_id)
         outcome = self.coordinator.join(group_id, member_id, now_ms=monotonic_ms(), **request)
         future = self._future_for(outcome.ticket) if isinstance(outcome, JoinPending) else None
-        self._settle()
+        stored = self._settle()
         if future is None:
             assert isinstance(outcome, JoinResult)
             result = outcome
+            if stored is not None:
+                await stored
         else:
             result = await future
         if result.error_code == 0 and result.leader_id == result.member_id:  # one leader per generation
@@ -128,9 +167,11 @@ class GroupService:
             group_id, member_id, generation_id, now_ms=monotonic_ms(), assignments=assignments, **request
         )
         future = self._future_for(outcome.ticket) if isinstance(outcome, SyncPending) else None
-        self._settle()
+        stored = self._settle()
         if future is None:
             assert isinstance(outcome, SyncResult)
+            if stored is not None:  # the leader's SyncGroup: its generation is stored before it hears of it
+                await stored
             return outcome
         result: SyncResult = await future
         return result
@@ -296,6 +337,9 @@ class GroupService:
             error = self.consumer.delete_group(group_id)
         else:
             error = self.coordinator.delete_group(group_id)
+        stored = self._settle()  # a classic group's tombstone
+        if stored is not None:
+            await stored
         if error == ErrorCode.GROUP_ID_NOT_FOUND and group_id in self.offsets.groups():
             error = ErrorCode.NONE
         if error == 0:
@@ -349,6 +393,11 @@ class GroupService:
                 future.set_exception(ClosedError("the broker is shutting down"))
         self._waiting.clear()
 
+    async def wait_stored(self) -> None:
+        """Shutting down: let the group records being written reach the log before it closes."""
+        while self._store_task is not None:
+            await asyncio.shield(self._store_task)
+
     # --- driver -----------------------------------------------------------------------------------------------
 
     def _future_for(self, ticket: int) -> asyncio.Future[Any]:
@@ -356,12 +405,68 @@ class GroupService:
         self._waiting[ticket] = future
         return future
 
-    def _settle(self) -> None:
-        """Hand completed replies to their waiters and arm the timer for the coordinator's next deadline."""
-        for ticket, reply in self.coordinator.take_completed():
+    def _settle(self) -> asyncio.Future[None] | None:
+        """Write what the coordinator stored, hand completed replies to their waiters (after that write, when there
+        is one or one is under way), and arm the timer for the coordinator's next deadline. Returns a future done
+        once the replies went out, or None when they went out at once."""
+        stores = self.coordinator.take_to_store()
+        replies = self.coordinator.take_completed()
+        stored = None
+        if stores or self._store_task is not None:  # replies never overtake a write queued before them
+            stored = self._queue_store(stores, replies)
+        else:
+            self._deliver(replies)
+        self._arm_timer()
+        return stored
+
+    def _deliver(self, replies: list[tuple[int, CompletedReply]]) -> None:
+        for ticket, reply in replies:
             future = self._waiting.pop(ticket, None)
             if future is not None and not future.done():
                 future.set_result(reply)
+
+    def _queue_store(
+        self, stores: list[tuple[str, StoredGroup | None]], replies: list[tuple[int, CompletedReply]]
+    ) -> asyncio.Future[None]:
+        loop = asyncio.get_running_loop()
+        pending = _PendingStore(stores, replies, loop.create_future())
+        self._store_queue.append(pending)
+        if self._store_task is None:
+            self._store_task = loop.create_task(self._write_stores())
+        return pending.done
+
+    async def _write_stores(self) -> None:
+        """Write the queued group records, all queued at once as one batch, then release the replies behind them."""
+        batch: list[_PendingStore] = []
+        try:
+            while self._store_queue:
+                batch, self._store_queue = self._store_queue, []
+                latest: dict[str, StoredGroup | None] = {}
+                for pending in batch:
+                    latest.update(pending.stores)
+                try:
+                    await self.offsets.store_groups(latest.items())
+                except KafkaLiteError as exc:
+                    logger.error(
+                        "Could not store %d classic groups (%s): they carry on, and a restart finds their previous "
+                        "generation",
+                        len(latest),
+                        exc,
+                    )
+                self._release(batch)
+                batch = []
+        finally:
+            self._store_task = None
+            leftover, self._store_queue = batch + self._store_queue, []
+            self._release(leftover)  # not empty only when this task failed or was cancelled
+
+    def _release(self, batch: list[_PendingStore]) -> None:
+        for pending in batch:
+            self._deliver(pending.replies)
+            if not pending.done.done():  # its awaiter may have been cancelled
+                pending.done.set_result(None)
+
+    def _arm_timer(self) -> None:
         deadlines = [
             d for d in (self.coordinator.next_deadline_ms(), self.consumer.next_deadline_ms()) if d is not None
         ]
@@ -385,3 +490,12 @@ class GroupService:
             logger.info("Consumer group %s: member %s fenced (session or revocation timeout)", group_id, member_id)
             self._forget_if_unused(group_id)
         self._settle()
+
+
+@dataclass(slots=True)
+class _PendingStore:
+    """Group records waiting to be written, the replies completed with them, and a future set after both."""
+
+    stores: list[tuple[str, StoredGroup | None]]
+    replies: list[tuple[int, CompletedReply]]
+    done: asyncio.Future[None]

@@ -1,11 +1,15 @@
-"""Committed offsets: group + topic + partition → offset, kept in the internal topic `__consumer_offsets`.
+"""Committed offsets (group + topic + partition → offset) and the classic groups' membership, kept in the internal
+topic `__consumer_offsets`.
 
-Records use Kafka's own schemas, so Kafka tooling can read the topic:
+Records use Kafka's own schemas, so Kafka tooling can read the topic. Offset commits:
 
     key   (OffsetCommitKey v1):   int16 version=1, string group, string topic, int32 partition
     value (OffsetCommitValue v3): int16 version=3, int64 offset, int32 leader_epoch, string metadata,
                                   int64 commit_timestamp
     (strings are int16 length + UTF-8; a null value is a tombstone: the offset was deleted)
+
+Group metadata records (key version 2, `group_records.py`) sit beside them: the last record of each group is kept in
+`stored_groups()` for the group service to restore at start, and `store_groups()` writes new ones.
 
 The in-memory table is the source of answers; the log is its durable copy, replayed on start (last record per key
 wins). The table changes when a record is appended, in log order; a commit returns once its record is written and,
@@ -29,9 +33,11 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from kafkalite.broker.group_records import decode_group_key, decode_group_value, encode_group_key, encode_group_value
 from kafkalite.broker.log_reader import scan_batches
 from kafkalite.broker.partition import Partition
 from kafkalite.errors import CorruptRecordError
+from kafkalite.groups import StoredGroup
 from kafkalite.protocol.control_records import ControlType, control_type
 from kafkalite.protocol.records import BatchHeader, RecordToWrite, build_batch, iter_records
 
@@ -109,6 +115,7 @@ class OffsetManager:
         self._fsync = fsync
         self._table: dict[OffsetKey, CommittedOffset] = {}
         self._pending: dict[int, dict[OffsetKey, CommittedOffset | None]] = {}  # producer id → uncommitted offsets
+        self._stored_groups: dict[str, StoredGroup] = {}
         self._load()
 
     def _load(self) -> None:
@@ -120,9 +127,34 @@ class OffsetManager:
                 continue
             target = self._pending.setdefault(header.producer_id, {}) if header.is_transactional else None
             for record in iter_records(chunk, pos):
+                if record.key is not None and self._load_group(record.key, record.value, header.is_transactional):
+                    continue
                 self._apply(record.key, record.value, target)
         if self._table:
             logger.info("Loaded %d committed offsets from %s", len(self._table), OFFSETS_TOPIC)
+        if self._stored_groups:
+            logger.info("Loaded %d classic groups from %s", len(self._stored_groups), OFFSETS_TOPIC)
+
+    def _load_group(self, key: bytes, value: bytes | None, transactional: bool) -> bool:
+        """Replay a group metadata record (False for another kind). One that cannot be read is skipped with a
+        warning: the group then starts over (its members rejoin) instead of the broker refusing to start."""
+        try:
+            group_id = decode_group_key(key)
+        except CorruptRecordError:
+            return False  # not a group key: the offset-commit path reports it
+        if group_id is None:
+            return False
+        if transactional:
+            return True  # this broker never writes one there, and Kafka does not either
+        if value is None:
+            self._stored_groups.pop(group_id, None)
+            return True
+        try:
+            self._stored_groups[group_id] = decode_group_value(value)
+        except CorruptRecordError as exc:
+            logger.warning("Group %s: its stored metadata cannot be read (%s); it is not restored", group_id, exc)
+            self._stored_groups.pop(group_id, None)
+        return True
 
     def _apply(
         self, key_bytes: bytes | None, value: bytes | None, pending: dict[OffsetKey, CommittedOffset | None] | None
@@ -185,6 +217,30 @@ class OffsetManager:
     def entries(self) -> list[tuple[OffsetKey, CommittedOffset]]:
         """Every committed offset of every group, in one pass (lag at scrape time)."""
         return list(self._table.items())
+
+    def stored_groups(self) -> dict[str, StoredGroup]:
+        """The classic groups as last stored (read at start; `store_groups` keeps it current)."""
+        return dict(self._stored_groups)
+
+    async def store_groups(self, entries: Iterable[tuple[str, StoredGroup | None]]) -> None:
+        """Write groups' metadata (None: a tombstone, the group was deleted) as one batch, synced when the broker
+        fsyncs."""
+        now = int(time.time() * 1000)
+        changes = list(entries)
+        if not changes:
+            return
+        records = [
+            RecordToWrite(None if group is None else encode_group_value(group, now_ms=now), encode_group_key(group_id))
+            for group_id, group in changes
+        ]
+        await self._partition.append(build_batch(records, now_ms=now))
+        for group_id, group in changes:
+            if group is None:
+                self._stored_groups.pop(group_id, None)
+            else:
+                self._stored_groups[group_id] = group
+        if self._fsync:
+            await self._partition.log.sync()
 
     async def commit(
         self, group: str, topic: str, partition: int, offset: int, metadata: str = "", leader_epoch: int = -1

@@ -2,12 +2,12 @@
 
 `GroupCoordinator` (coordinator.py) holds every group and answers JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
 DescribeGroups, ListGroups, DeleteGroups and the OffsetCommit membership check; the rules and the state table are in
-`_state.py`; the rebalance, timers firing and the reply outbox in `rebalance.py`; members, groups and their
-deadlines in `membership.py`; results and error codes in `results.py`; range/roundrobin/sticky in `assignors.py`;
-the "consumer" protocol bytes in `consumer_protocol.py`. KIP-848 consumer groups (`group.protocol=consumer`) have their
-own coordinator beside it: `consumer_coordinator.py` (heartbeat, describe, offsets), `consumer_group.py` (epochs,
-states, reconciliation) and `server_assignors.py` (uniform, range). This package imports nothing of KafkaLite's but
-`kafkalite.errors`: no asyncio, no clock, no storage. Time is passed in as `now_ms`.
+`_state.py`; the rebalance, timers firing and the reply outbox in `rebalance.py`; members, groups and their deadlines in
+`membership.py`; results and error codes in `results.py`; range/roundrobin/sticky in `assignors.py`; the "consumer"
+protocol bytes in `consumer_protocol.py`; what a group keeps across a restart in `stored_group.py`. KIP-848 consumer
+groups (`group.protocol=consumer`) have their own coordinator beside it: `consumer_coordinator.py` (heartbeat, describe,
+offsets), `consumer_group.py` (epochs, states, reconciliation) and `server_assignors.py` (uniform, range). This package
+imports nothing of KafkaLite's but `kafkalite.errors`: no asyncio, no clock, no storage. Time is passed in as `now_ms`.
 """
 
 from kafkalite.groups._state import GroupState
@@ -56,6 +56,7 @@ from kafkalite.groups.results import (
     SyncPending,
     SyncResult,
 )
+from kafkalite.groups.stored_group import StoredGroup, StoredMember
 
 __all__ = [
     "ASSIGNORS",
@@ -85,6 +86,8 @@ __all__ = [
     "MemberLeaveResult",
     "MemberSubscription",
     "StickyUserData",
+    "StoredGroup",
+    "StoredMember",
     "Subscription",
     "SyncPending",
     "SyncResult",

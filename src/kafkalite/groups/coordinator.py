@@ -7,7 +7,8 @@ The caller (the wire handlers and the embedded consumer, through one async drive
 
 * requests — `join()`, `sync()`, `heartbeat()`, `leave()`, `validate_offset_commit()`, `describe()`,
   `list_groups()`, `delete_group()` — each with the current time `now_ms` (a monotonic clock in milliseconds);
-* the passing of time — `tick(now_ms)`, to be called at or after `next_deadline_ms()`.
+* the passing of time — `tick(now_ms)`, to be called at or after `next_deadline_ms()`;
+* at start, the groups stored before — `restore()`.
 
 Long polls. JoinGroup and SyncGroup are long polls in Kafka. `join()` returns either its `JoinResult` at once or a
 `JoinPending(ticket)`; `sync()` likewise returns a `SyncResult` or a `SyncPending(ticket)`. A pending reply is
@@ -27,9 +28,11 @@ Invariants: a group in the map is never Dead (deleting drops it); every member h
 and one pending sync ticket; `leader_id` names a member whenever the group has members; pending syncs exist only in
 CompletingRebalance; pending joins only in PreparingRebalance.
 
-Differences from Kafka, on purpose: nothing is persisted here (the broker stores offsets; a coordinator restart
-forgets groups, as if they had all expired); Dead groups are dropped at once; the Stable-group fast path for a static
-member rejoining with a new member id answers like JoinGroup < v9 (no skip_assignment).
+Restarts. What a group keeps across one (`stored_group.py`) leaves through a second outbox, `take_to_store()`, which
+the driver writes to `__consumer_offsets`; at start it hands the stored groups back with `restore()`.
+
+Differences from Kafka, on purpose: Dead groups are dropped at once; the Stable-group fast path for a static member
+rejoining with a new member id answers like JoinGroup < v9 (no skip_assignment).
 """
 
 from __future__ import annotations
@@ -240,6 +243,8 @@ class GroupCoordinator(RebalanceMachine):
         if group.state is GroupState.STABLE and group.select_protocol() == group.protocol_name:
             # Same protocol: no rebalance; the member syncs and gets its stored assignment. The old leader id is
             # returned so that a replaced leader does not compute a new assignment a Stable group would not send.
+            # The new member id is stored: a restart must not bring back the fenced one.
+            self._store(group)
             return JoinResult(
                 error_code=ErrorCode.NONE,
                 member_id=new_member_id,
@@ -302,6 +307,7 @@ class GroupCoordinator(RebalanceMachine):
                 m.assignment = given.get(m.member_id, b"")
             self._propagate_assignment(group, ErrorCode.NONE, now_ms)
             group.move(GroupEvent.ASSIGNMENT_SET)
+            self._store(group)
         self.tick(now_ms)
         completed = self._completed.pop(ticket, None)
         if completed is not None:
@@ -454,6 +460,7 @@ class GroupCoordinator(RebalanceMachine):
             return ErrorCode.NON_EMPTY_GROUP
         group.move(GroupEvent.DELETE)
         del self._groups[group_id]
+        self._store_deleted(group_id)
         return ErrorCode.NONE
 
     def subscribed_topics(self, group_id: str) -> frozenset[str] | None:

@@ -10,6 +10,11 @@ Outbox: a JoinGroup or SyncGroup that cannot be answered at once holds a ticket 
 it later (another member's join, the leader's sync, a leave, a timer) puts `(ticket, result)` into the outbox with
 `_complete`, and the driver drains it with `take_completed()`. Every ticket is completed exactly once.
 
+Store outbox: when a group's stored form changes (`stored_group.py` lists when: a rebalance that ends Empty here, a
+generation's assignments or a static member's new id in `coordinator.py`, a deletion) its `StoredGroup`, or None for a
+deleted group, goes into a second outbox that the driver drains with `take_to_store()` and writes; `restore()` puts
+the stored groups back at start.
+
 Time: `tick(now_ms)` fires every timer due at `now_ms`, each as if at its own deadline and in deadline order (`_fire`),
 so outcomes do not depend on how often the driver ticks. Pure: no clock, no I/O, never blocks.
 """
@@ -23,6 +28,7 @@ from dataclasses import dataclass, field
 from kafkalite.groups._state import TRANSITIONS, GroupEvent, GroupState
 from kafkalite.groups.membership import Group, Member
 from kafkalite.groups.results import CompletedReply, ErrorCode, JoinResult, SyncResult
+from kafkalite.groups.stored_group import StoredGroup, StoredMember
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +61,7 @@ class RebalanceMachine:
         self.config = config or GroupConfig()
         self._groups: dict[str, Group] = {}
         self._completed: dict[int, CompletedReply] = {}
+        self._to_store: dict[str, StoredGroup | None] = {}
         self._next_ticket = 1
 
     # ---- driver interface ----------------------------------------------------------------------------------------
@@ -64,6 +71,33 @@ class RebalanceMachine:
         completed = list(self._completed.items())
         self._completed.clear()
         return completed
+
+    def take_to_store(self) -> list[tuple[str, StoredGroup | None]]:
+        """The groups whose stored form changed since the last call, each once with its latest form: (group id,
+        StoredGroup), or (group id, None) for a deleted group."""
+        to_store = list(self._to_store.items())
+        self._to_store.clear()
+        return to_store
+
+    def restore(self, group_id: str, stored: StoredGroup, *, now_ms: int) -> None:
+        """Put back a group as it was stored (at start, before any request): Stable with its members, each member's
+        session starting at `now_ms`, or Empty at its generation. A group already known is left as it is."""
+        if group_id in self._groups:
+            return
+        group = Group(group_id, generation_id=stored.generation_id, protocol_type=stored.protocol_type)
+        for kept in stored.members:
+            group.add(_member_from_stored(kept, stored, now_ms))
+        if group.members and stored.protocol_name is not None:
+            group.protocol_name = stored.protocol_name
+            if stored.leader_id in group.members:
+                group.leader_id = stored.leader_id
+            group.state = GroupState.STABLE
+        else:
+            group.members.clear()
+            group.static_members.clear()
+            group.leader_id = None
+            group.keep_when_empty = True
+        self._groups[group_id] = group
 
     def next_deadline_ms(self) -> int | None:
         """The earliest time at which `tick()` has work to do; None when no timer is running."""
@@ -125,6 +159,7 @@ class RebalanceMachine:
         if not group.members:
             group.protocol_name = None
             group.move(GroupEvent.JOIN_COMPLETED_EMPTY)
+            self._store(group)
             return
         group.protocol_name = group.select_protocol()
         group.move(GroupEvent.JOIN_COMPLETED)
@@ -209,6 +244,34 @@ class RebalanceMachine:
         if unused and not group.pending_members and self._groups.get(group.group_id) is group:
             del self._groups[group.group_id]
 
+    def _store(self, group: Group) -> None:
+        """Queue the group's current form for the driver to write (`take_to_store`)."""
+        name = group.protocol_name
+        members = tuple(
+            StoredMember(
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                rebalance_timeout_ms=m.rebalance_timeout_ms,
+                session_timeout_ms=m.session_timeout_ms,
+                subscription=m.metadata(name),
+                assignment=m.assignment,
+            )
+            for m in group.members.values()
+            if name is not None
+        )
+        self._to_store[group.group_id] = StoredGroup(
+            protocol_type=group.protocol_type or "",
+            generation_id=group.generation_id,
+            protocol_name=name if members else None,
+            leader_id=group.leader_id if members else None,
+            members=members,
+        )
+
+    def _store_deleted(self, group_id: str) -> None:
+        self._to_store[group_id] = None
+
     def _new_ticket(self) -> int:
         ticket = self._next_ticket
         self._next_ticket += 1
@@ -216,3 +279,23 @@ class RebalanceMachine:
 
     def _complete(self, ticket: int, result: CompletedReply) -> None:
         self._completed[ticket] = result
+
+
+def _member_from_stored(kept: StoredMember, stored: StoredGroup, now_ms: int) -> Member:
+    """A member as a restart finds it: no pending request, its session starting `now_ms`, the one protocol it was
+    stored with (a rejoin offering more counts as changed metadata, as after a reload in Kafka)."""
+    protocols = [(stored.protocol_name, kept.subscription)] if stored.protocol_name is not None else []
+    return Member(
+        member_id=kept.member_id,
+        group_instance_id=kept.group_instance_id,
+        client_id=kept.client_id,
+        client_host=kept.client_host,
+        rebalance_timeout_ms=kept.rebalance_timeout_ms,
+        session_timeout_ms=kept.session_timeout_ms,
+        protocol_type=stored.protocol_type,
+        protocols=protocols,
+        last_heartbeat_ms=now_ms,
+        new_member_deadline_ms=now_ms,
+        is_new=False,
+        assignment=kept.assignment,
+    )
