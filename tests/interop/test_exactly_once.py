@@ -2,6 +2,8 @@
 
 * An exactly-once consume-transform-produce loop (confluent-kafka, `eos_app.py`) is killed with -9 several times
   while it works and restarted: the output topic, read with read_committed, holds every input exactly once.
+* The same loop keeps running while the broker under it is killed with -9 and restarted several times: the output
+  holds every input exactly once, and its consumer group does not rebalance.
 * A transactional producer commits and aborts in a loop while the broker is killed with -9 and restarted several
   times: after the last restart no committed message is missing, none is duplicated, no aborted or abandoned message
   is visible to read_committed, a transaction whose commit outcome the producer never learned is there whole or not
@@ -80,6 +82,48 @@ def test_exactly_once_loop_survives_app_kills(serve: Serve, tmp_path: Path) -> N
 def test_exactly_once_loop_survives_many_app_kills(serve: Serve, tmp_path: Path) -> None:
     broker = serve("--fsync", "never", "--num-partitions", "3")
     run_eos(broker, count=1500, kills=4, tmp_path=tmp_path)
+
+
+def run_eos_through_broker_kills(broker: ServedBroker, count: int, kills: int, tmp_path: Path) -> str:
+    """The app runs throughout while the broker is killed with -9 and started again `kills` times under it; returns
+    the app's log once every input is committed."""
+    fill_input(broker.bootstrap, count)
+    log_path = tmp_path / "eos-app.log"
+    with log_path.open("w") as log:
+        app = subprocess.Popen([sys.executable, str(APP), broker.bootstrap], stdout=log, stderr=subprocess.STDOUT)
+        try:
+            for kill in range(kills + 1):
+                target = (kill + 1) * count // (kills + 1)
+                until(
+                    lambda t=target: app.poll() is None and committed_input(broker.bootstrap) >= t,  # type: ignore[misc]
+                    f"the app to pass {target} inputs (it exited with {app.poll()}); app log:\n{log_path.read_text()}",
+                    lambda: time.sleep(0.1),
+                )
+                if kill < kills:
+                    broker.kill()  # mid-work: a transaction of the app is open or being committed
+                    broker.start()
+        finally:
+            app.send_signal(signal.SIGKILL)
+            app.wait()
+    app_log = log_path.read_text()
+    out = read_values("confluent", broker.bootstrap, "out", "read_committed", partitions=3)
+    assert sorted(out) == [b"M%05d" % i for i in range(count)], f"each input exactly once; app log:\n{app_log[-3000:]}"
+    return app_log
+
+
+def test_exactly_once_loop_survives_broker_kill_9(serve: Serve, tmp_path: Path) -> None:
+    """The app keeps running while the broker under it is killed twice: the output holds each input exactly once, and
+    the app's consumer keeps its partitions throughout (the broker restores the group's generation, so the offsets
+    the app commits in its transactions keep being accepted)."""
+    broker = serve("--num-partitions", "3", "--transaction-abort-interval-ms", "200")
+    app_log = run_eos_through_broker_kills(broker, count=600, kills=2, tmp_path=tmp_path)
+    assert app_log.count("assigned") == 1, f"the group rebalanced; app log:\n{app_log[-3000:]}"
+
+
+@pytest.mark.slow
+def test_exactly_once_loop_survives_many_broker_kill_9(serve: Serve, tmp_path: Path) -> None:
+    broker = serve("--num-partitions", "3", "--transaction-abort-interval-ms", "200")
+    run_eos_through_broker_kills(broker, count=3000, kills=6, tmp_path=tmp_path)
 
 
 class Outcomes:
