@@ -203,3 +203,79 @@ def test_kafka_python_consumer_keeps_its_partitions_through_a_crash(serve: Serve
         assert events == []  # no rebalance: nothing revoked or assigned again (close revokes: asked before it)
     finally:
         consumer.close()
+
+
+def test_a_static_member_keeps_its_instance_through_a_crash_and_its_own_restart(serve: Serve) -> None:
+    """confluent-kafka with `group.instance.id`: through the broker's kill -9 it keeps its partitions; a new process
+    with the same instance id then takes them over without a rebalance, as on Kafka (never FENCED_INSTANCE_ID, which
+    a static member treats as fatal)."""
+    from confluent_kafka import Consumer
+
+    broker = serve("--num-partitions", str(PARTITIONS), "--http-port", "0")
+    topic = "crash-group-static"
+    produce(broker.bootstrap, topic, "before", 10)
+    settings = {
+        "bootstrap.servers": broker.bootstrap,
+        "group.id": "crash-static",
+        "group.instance.id": "instance-1",
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+        "session.timeout.ms": 10_000,
+        "heartbeat.interval.ms": 500,
+    }
+    events: list[str] = []
+
+    def started() -> Any:
+        consumer = Consumer(settings)
+        consumer.subscribe(
+            [topic],
+            on_assign=lambda _, parts: events.append(f"assign {len(parts)}"),
+            on_revoke=lambda _, parts: events.append(f"revoke {len(parts)}"),
+            on_lost=lambda _, parts: events.append(f"lost {len(parts)}"),
+        )
+        return consumer
+
+    def read(consumer: Any, count: int) -> list[bytes]:
+        values: list[bytes] = []
+        deadline = time.monotonic() + WAIT_S
+        while len(values) < count and time.monotonic() < deadline:
+            message = consumer.poll(0.2)
+            if message is not None and message.error() is None:
+                values.append(message.value())
+            elif message is not None:
+                assert not message.error().fatal(), message.error()
+        assert len(values) == count, f"read {len(values)} of {count}; events {events}"
+        return values
+
+    first = started()
+    read(first, 10)
+    first.commit(asynchronous=False)
+    assert rebalances(broker, "crash-static") == 1  # its first generation
+    crash_and_restart(broker, topic)
+    read(first, 10)
+    first.commit(asynchronous=False)
+    assert events == [f"assign {PARTITIONS}"]
+    # The process ends without leaving: a static member's close does not send LeaveGroup.
+    first.close()
+    events.clear()
+    produce(broker.bootstrap, topic, "later", 10)
+    second = started()
+    try:
+        assert sorted(read(second, 10)) == sorted(f"later-{i}".encode() for i in range(10))
+        assert events == [f"assign {PARTITIONS}"]
+    finally:
+        second.close()
+    assert "Restored 1 classic groups, 1 of them with members" in broker.log()
+    assert rebalances(broker, "crash-static") == 0, "the restarted broker completed a generation: a rebalance"
+
+
+def rebalances(broker: ServedBroker, group: str) -> float:
+    """The group's generations completed since the broker's start, from its Prometheus metrics."""
+    import urllib.request
+
+    assert broker.console_url is not None
+    with urllib.request.urlopen(f"{broker.console_url.rstrip('/')}/metrics", timeout=WAIT_S) as answer:
+        text = answer.read().decode()
+    prefix = f'kafkalite_consumergroup_rebalances_total{{consumergroup="{group}"}} '
+    values = [float(line[len(prefix) :]) for line in text.splitlines() if line.startswith(prefix)]
+    return values[0] if values else 0.0
