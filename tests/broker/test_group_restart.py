@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 import kafkalite
-from kafkalite.broker import OffsetManager
-from kafkalite.errors import StorageError
-from kafkalite.groups import JoinResult, LeavingMember, StoredGroup
+from kafkalite.broker import OFFSETS_TOPIC, OffsetManager
+from kafkalite.broker.log_reader import scan_records
+from kafkalite.groups import ErrorCode, JoinResult, LeavingMember, StoredGroup
 
 from .harness import BrokerFactory
 
@@ -174,28 +174,151 @@ async def test_the_compacted_offsets_log_keeps_each_groups_latest_generation(fil
         for _ in range(2):
             await broker.cleaner.clean_once()
         assert broker.cleaner.cleanings >= 1
+        log = broker.partition(OFFSETS_TOPIC, 0).log
+        kept = sum(1 for _ in scan_records(log, log.log_start_offset))
+        assert kept < 10, f"{kept} records left of 30 generations of one group"
     async with files(**settings) as broker:
         assert broker.groups.describe(GROUP).generation_id == generation
         assert broker.groups.heartbeat(GROUP, member, generation).error_code == 0
 
 
-async def test_a_failed_store_is_logged_and_the_members_still_get_their_replies(
+BIG = 1_100_000  # a subscription whose group record is larger than __consumer_offsets' max.message.bytes (1 MiB)
+
+
+async def synced_alone(broker: kafkalite.Broker, group: str, subscription: bytes = b"s", **request: Any) -> JoinResult:
+    joined = await broker.groups.join(
+        group,
+        "",
+        protocol_type="consumer",
+        protocols=[("range", subscription)],
+        session_timeout_ms=10_000,
+        rebalance_timeout_ms=10_000,
+        **request,
+    )
+    assert joined.error_code == 0
+    synced = await broker.groups.sync(
+        group, joined.member_id, joined.generation_id, assignments={joined.member_id: b"a"}
+    )
+    assert synced.error_code == 0
+    return joined
+
+
+async def test_a_group_that_cannot_be_stored_fails_alone_and_its_members_still_get_their_replies(
+    files: BrokerFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Two groups' records written in one go: the one too large for the topic is refused and logged, the other is
+    stored; both groups' members get their answers and carry on."""
+    async with files() as broker:
+        with caplog.at_level(logging.ERROR, logger="kafkalite.groups"):
+            big, small = await asyncio.gather(synced_alone(broker, "big", b"x" * BIG), synced_alone(broker, "small"))
+        assert set(broker.offsets.stored_groups()) == {"small"}
+        assert broker.groups.heartbeat("big", big.member_id, big.generation_id).error_code == 0
+        [line] = [r.getMessage() for r in caplog.records if r.name == "kafkalite.groups"]
+        assert line.startswith("Could not store classic group big (batch of ")
+        assert "exceeds max.message.bytes" in line
+    async with files() as broker:
+        assert broker.groups.describe("big").state == "Dead"  # nothing was stored: its members will rejoin
+        assert broker.groups.heartbeat("small", small.member_id, small.generation_id).error_code == 0
+
+
+async def test_a_record_kafkas_schema_cannot_hold_fails_alone(files: BrokerFactory) -> None:
+    """An instance id longer than a Kafka string (32,767 bytes) cannot be encoded: that group is not stored, the
+    other one is, and the broker closes cleanly."""
+    async with files() as broker:
+        await asyncio.gather(
+            synced_alone(broker, "long", group_instance_id="i" * 40_000), synced_alone(broker, "short")
+        )
+        assert set(broker.offsets.stored_groups()) == {"short"}
+
+
+async def test_a_static_takeover_that_cannot_be_stored_is_undone(files: BrokerFactory) -> None:
+    """A static member coming back with a new member id takes its instance over without a rebalance; when that
+    record cannot be written the takeover is undone, as in Kafka, and the JoinGroup fails with a retriable error:
+    a restart would otherwise fence the new member id."""
+    async with files() as broker:
+        first = await synced_alone(broker, GROUP, group_instance_id="i-1")
+        again = await broker.groups.join(
+            GROUP,
+            "",
+            protocol_type="consumer",
+            protocols=[("range", b"x" * BIG)],  # the same protocol: a takeover, with a record too large
+            session_timeout_ms=10_000,
+            rebalance_timeout_ms=10_000,
+            group_instance_id="i-1",
+        )
+        assert (again.error_code, again.member_id) == (ErrorCode.COORDINATOR_NOT_AVAILABLE, "")
+        [member] = broker.groups.describe(GROUP).members
+        assert member.member_id == first.member_id
+        heartbeat = broker.groups.heartbeat(GROUP, first.member_id, first.generation_id, group_instance_id="i-1")
+        assert heartbeat.error_code == 0
+        retried = await broker.groups.join(
+            GROUP,
+            "",
+            protocol_type="consumer",
+            protocols=PROTOCOLS,
+            session_timeout_ms=10_000,
+            rebalance_timeout_ms=10_000,
+            group_instance_id="i-1",
+        )
+        assert (retried.error_code, retried.generation_id) == (0, first.generation_id)
+    async with files() as broker:
+        [member] = broker.groups.describe(GROUP).members
+        assert member.member_id == retried.member_id
+
+
+async def test_the_broker_closes_cleanly_while_a_group_write_fails(
     files: BrokerFactory, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    async def refuse(self: OffsetManager, entries: Any) -> None:
-        raise StorageError("No space left on device")
+    """Whatever a group write raises, the replies go out, the error is logged and the broker's close completes."""
+
+    async def broken(self: OffsetManager, entries: Any) -> dict[str, Exception]:
+        await asyncio.sleep(0.05)
+        raise OSError("a bug, not a disk")
+
+    broker = files()
+    await broker.start()
+    first = await join(broker)
+    monkeypatch.setattr(OffsetManager, "store_groups", broken)
+    synced = asyncio.create_task(
+        broker.groups.sync(GROUP, first.member_id, first.generation_id, assignments={first.member_id: b"a"})
+    )
+    await asyncio.sleep(0.01)
+    with caplog.at_level(logging.ERROR):
+        await broker.close()
+    assert (await synced).error_code == 0
+    assert "Storing 1 classic groups failed" in caplog.text
+    assert not broker.running
+
+
+async def test_deleting_a_group_keeps_offsets_committed_while_its_tombstone_is_written(
+    files: BrokerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gate = asyncio.Event()
+    store = OffsetManager.store_groups
+
+    async def slow(self: OffsetManager, entries: Any) -> dict[str, Exception]:
+        await gate.wait()
+        return await store(self, entries)
 
     async with files() as broker:
-        monkeypatch.setattr(OffsetManager, "store_groups", refuse)
-        with caplog.at_level(logging.ERROR, logger="kafkalite.groups"):
-            _, follower = await stable_pair(broker)
-        assert broker.groups.describe(GROUP).state == "Stable"
-        assert broker.groups.heartbeat(GROUP, follower.member_id, follower.generation_id).error_code == 0
-        [line] = [r.getMessage() for r in caplog.records if r.name == "kafkalite.groups"]
-        assert "Could not store 1 classic groups (No space left on device)" in line
-        monkeypatch.undo()
-    async with files() as broker:
-        assert broker.groups.describe(GROUP).state == "Dead"  # nothing was stored: the members will rejoin
+        await broker.create_topic(TOPIC)
+        joined = await synced_alone(broker, GROUP)
+        assert (
+            await broker.groups.commit_offsets(GROUP, joined.member_id, joined.generation_id, [(TOPIC, 0, 7, "", -1)])
+            == 0
+        )
+        broker.groups.leave(GROUP, [LeavingMember(joined.member_id)])
+        await broker.groups.wait_stored()
+        monkeypatch.setattr(OffsetManager, "store_groups", slow)
+        deleting = asyncio.create_task(broker.groups.delete_group(GROUP))
+        await asyncio.sleep(0.01)
+        # A standalone commit after the delete: it belongs to the group that exists from now on.
+        assert await broker.groups.commit_offsets(GROUP, "", -1, [(TOPIC, 0, 42, "", -1)]) == 0
+        gate.set()
+        assert await deleting == 0
+        committed = broker.offsets.fetch(GROUP, TOPIC, 0)
+        assert committed is not None
+        assert committed.offset == 42
 
 
 async def test_replies_wait_for_a_group_write_already_under_way(

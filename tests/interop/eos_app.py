@@ -18,6 +18,14 @@ import sys
 import confluent_kafka
 
 TIMEOUT_S = 30
+CONNECTION = {
+    # A broker that restarts is back within a second: look again soon.
+    "reconnect.backoff.max.ms": 1000,
+    # librdkafka >= 2.10 re-bootstraps when every broker it knows is down: it decommissions them, and with 2.16 a
+    # transactional producer whose single broker went down twice within a second was left spinning on the
+    # decommissioned handle (its transaction coordinator never came back; docs/guides/compatibility.md).
+    "metadata.recovery.strategy": "none",
+}
 
 
 def rewind(consumer: confluent_kafka.Consumer) -> None:
@@ -48,10 +56,16 @@ def main(bootstrap: str) -> None:
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
             "session.timeout.ms": 6000,
+            **CONNECTION,
         }
     )
     producer = confluent_kafka.Producer(
-        {"bootstrap.servers": bootstrap, "transactional.id": "eos-app", "transaction.timeout.ms": 10000}
+        {
+            "bootstrap.servers": bootstrap,
+            "transactional.id": "eos-app",
+            "transaction.timeout.ms": 10000,
+            **CONNECTION,
+        }
     )
     producer.init_transactions(TIMEOUT_S)
     consumer.subscribe(["in"], on_assign=lambda _, parts: print(f"assigned {len(parts)}", flush=True))

@@ -20,16 +20,19 @@ with members gets INCONSISTENT_GROUP_PROTOCOL (Kafka's answer when online migrat
 other type is replaced. OffsetCommit/OffsetFetch of a consumer group check member id and member epoch. A consumer
 group left Empty without committed offsets is forgotten at once.
 
-Restarts. A classic group's membership is stored in `__consumer_offsets` as Kafka stores it (`groups.stored_group`
-says when, `group_records.py` how): after every call the coordinator's store outbox is drained and written through the
-`OffsetManager`, and the replies completed by the same call wait for that write, so a member hears of a generation
-only once the generation is durable (the leader's and the followers' SyncGroup wait for the group's record, as in
-Kafka). Writes and the replies behind them keep their order. A write that fails is logged and the replies go out
-anyway: the group carries on in memory, and a restart then finds its previous generation, so its members rejoin.
-At start, the stored groups are restored: one with members comes back Stable with them, its members' sessions
-starting again; an Empty one comes back Empty when it has committed offsets and is deleted (a tombstone) when it has
-none, as Kafka's expiry sweep would. KIP-848 consumer groups are kept in memory only: after a restart their members
-are fenced and join again.
+Restarts. A classic group's membership is stored in `__consumer_offsets` as Kafka stores it (`groups.stored_group` says
+when, `group_records.py` how): after every call the coordinator's store outbox is drained and written through the
+`OffsetManager`, and the replies completed by the same call wait for that write, so a member gets its assignment only
+once its generation is durable (the leader's and the followers' SyncGroup answers wait for the group's record, as in
+Kafka; the JoinGroup answers before them already name the new generation). Writes and the replies behind them keep their
+order. Each group is written as a batch of its own, so a group that cannot be written fails alone. A write that fails is
+logged and the replies go out anyway: the group carries on in memory, and a restart then finds its previous generation,
+so its members rejoin. The one exception is a static member's takeover of its instance id (a new member id, no
+rebalance): as in Kafka it is undone, and its JoinGroup answered with COORDINATOR_NOT_AVAILABLE so that it joins again,
+because a restart would otherwise fence it. At start, the stored groups are restored: one with members comes back Stable
+with them, its members' sessions starting again; an Empty one comes back Empty when it has offsets (committed, or in an
+undecided transaction) and is deleted (a tombstone) when it has none, as Kafka's expiry sweep would. KIP-848 consumer
+groups are kept in memory only: after a restart their members are fenced and join again.
 
 A group the coordinators do not know but that has committed offsets (a standalone commit, or offsets written before
 groups were stored) is answered here as Kafka would after loading it: listed and described as an Empty "consumer"
@@ -46,7 +49,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafkalite.broker.offsets import OffsetManager
-from kafkalite.errors import ClosedError, KafkaLiteError
+from kafkalite.errors import ClosedError
 from kafkalite.groups import (
     Assignment,
     CompletedReply,
@@ -104,15 +107,17 @@ class GroupService:
         # Group records to write, each with the replies that wait for it and a future set once both are done.
         self._store_queue: list[_PendingStore] = []
         self._store_task: asyncio.Task[None] | None = None
+        self._undone_takeovers: set[tuple[str, str]] = set()  # (group, member id) whose JoinGroup must fail
+        self._closed = False
         self._restore()
 
     def _restore(self) -> None:
         """Bring back the classic groups stored before the restart (see the module docstring)."""
         now = monotonic_ms()
-        with_offsets = self.offsets.groups()
+        with_offsets = self.offsets.groups() | self.offsets.groups_with_pending()
         forgotten: list[tuple[str, StoredGroup | None]] = []
         for group_id, stored in self.offsets.stored_groups().items():
-            if stored.members or group_id in with_offsets:
+            if (stored.members and stored.protocol_name is not None) or group_id in with_offsets:
                 self.coordinator.restore(group_id, stored, now_ms=now)
             else:
                 forgotten.append((group_id, None))
@@ -139,6 +144,10 @@ class GroupService:
             result = outcome
             if stored is not None:
                 await stored
+                if (group_id, result.member_id) in self._undone_takeovers:
+                    # A static member's takeover whose record could not be written was undone: it joins again.
+                    self._undone_takeovers.discard((group_id, result.member_id))
+                    return JoinResult(ErrorCode.COORDINATOR_NOT_AVAILABLE, "")
         else:
             result = await future
         if result.error_code == 0 and result.leader_id == result.member_id:  # one leader per generation
@@ -337,13 +346,13 @@ class GroupService:
             error = self.consumer.delete_group(group_id)
         else:
             error = self.coordinator.delete_group(group_id)
-        stored = self._settle()  # a classic group's tombstone
-        if stored is not None:
-            await stored
         if error == ErrorCode.GROUP_ID_NOT_FOUND and group_id in self.offsets.groups():
             error = ErrorCode.NONE
-        if error == 0:
+        stored = self._settle()  # a classic group's tombstone, queued
+        if error == 0:  # its offsets' tombstones now: an offset committed after this belongs to the group after
             await self.offsets.delete(group_id)
+        if stored is not None:
+            await stored
         return error
 
     async def delete_offsets(
@@ -388,15 +397,16 @@ class GroupService:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        self._closed = True
         for future in self._waiting.values():
             if not future.done():
                 future.set_exception(ClosedError("the broker is shutting down"))
         self._waiting.clear()
 
     async def wait_stored(self) -> None:
-        """Shutting down: let the group records being written reach the log before it closes."""
+        """Shutting down (after `close`): let the group records being written reach the log before it closes."""
         while self._store_task is not None:
-            await asyncio.shield(self._store_task)
+            await asyncio.gather(asyncio.shield(self._store_task), return_exceptions=True)
 
     # --- driver -----------------------------------------------------------------------------------------------
 
@@ -411,6 +421,9 @@ class GroupService:
         once the replies went out, or None when they went out at once."""
         stores = self.coordinator.take_to_store()
         replies = self.coordinator.take_completed()
+        if self._closed and stores:  # shutting down: the logs close after the writes under way, not later ones
+            logger.debug("Not storing %d classic groups: the broker is shutting down", len(stores))
+            stores = []
         stored = None
         if stores or self._store_task is not None:  # replies never overtake a write queued before them
             stored = self._queue_store(stores, replies)
@@ -445,14 +458,20 @@ class GroupService:
                 for pending in batch:
                     latest.update(pending.stores)
                 try:
-                    await self.offsets.store_groups(latest.items())
-                except KafkaLiteError as exc:
+                    failed = await self.offsets.store_groups(latest.items())
+                except Exception as exc:  # a bug: the replies still go out, and this task goes on
+                    logger.exception("Storing %d classic groups failed", len(latest))
+                    failed = dict.fromkeys(latest, exc)
+                for group_id, error in failed.items():
                     logger.error(
-                        "Could not store %d classic groups (%s): they carry on, and a restart finds their previous "
+                        "Could not store classic group %s (%s): it carries on, and a restart finds its previous "
                         "generation",
-                        len(latest),
-                        exc,
+                        group_id,
+                        error,
                     )
+                for group_id in latest:
+                    for member_id in self.coordinator.store_result(group_id, stored=group_id not in failed):
+                        self._undone_takeovers.add((group_id, member_id))
                 self._release(batch)
                 batch = []
         finally:

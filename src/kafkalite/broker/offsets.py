@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from kafkalite.broker.group_records import decode_group_key, decode_group_value, encode_group_key, encode_group_value
 from kafkalite.broker.log_reader import scan_batches
 from kafkalite.broker.partition import Partition
-from kafkalite.errors import CorruptRecordError
+from kafkalite.errors import CorruptRecordError, KafkaLiteError
 from kafkalite.groups import StoredGroup
 from kafkalite.protocol.control_records import ControlType, control_type
 from kafkalite.protocol.records import BatchHeader, RecordToWrite, build_batch, iter_records
@@ -222,25 +222,37 @@ class OffsetManager:
         """The classic groups as last stored (read at start; `store_groups` keeps it current)."""
         return dict(self._stored_groups)
 
-    async def store_groups(self, entries: Iterable[tuple[str, StoredGroup | None]]) -> None:
-        """Write groups' metadata (None: a tombstone, the group was deleted) as one batch, synced when the broker
-        fsyncs."""
+    async def store_groups(self, entries: Iterable[tuple[str, StoredGroup | None]]) -> dict[str, Exception]:
+        """Write groups' metadata (None: a tombstone, the group was deleted), one batch per group so that a group
+        that cannot be written (too large for the topic's `max.message.bytes`, a string too long for its schema)
+        fails alone; then one sync when the broker fsyncs. Returns the groups that were not stored, with why."""
         now = int(time.time() * 1000)
-        changes = list(entries)
-        if not changes:
-            return
-        records = [
-            RecordToWrite(None if group is None else encode_group_value(group, now_ms=now), encode_group_key(group_id))
-            for group_id, group in changes
-        ]
-        await self._partition.append(build_batch(records, now_ms=now))
-        for group_id, group in changes:
+        failed: dict[str, Exception] = {}
+        written: list[tuple[str, StoredGroup | None]] = []
+        for group_id, group in entries:
+            try:
+                value = None if group is None else encode_group_value(group, now_ms=now)
+                batch = build_batch([RecordToWrite(value, encode_group_key(group_id))], now_ms=now)
+                await self._partition.append(batch)
+            except (KafkaLiteError, struct.error) as exc:
+                failed[group_id] = exc
+                continue
+            written.append((group_id, group))
+        if written and self._fsync:
+            try:
+                await self._partition.log.sync()
+            except KafkaLiteError as exc:
+                return {**failed, **dict.fromkeys((group_id for group_id, _ in written), exc)}
+        for group_id, group in written:
             if group is None:
                 self._stored_groups.pop(group_id, None)
             else:
                 self._stored_groups[group_id] = group
-        if self._fsync:
-            await self._partition.log.sync()
+        return failed
+
+    def groups_with_pending(self) -> set[str]:
+        """Groups with offsets in a transaction not yet decided (TxnOffsetCommit before its marker)."""
+        return {group for pending in self._pending.values() for group, _, _ in pending}
 
     async def commit(
         self, group: str, topic: str, partition: int, offset: int, metadata: str = "", leader_epoch: int = -1

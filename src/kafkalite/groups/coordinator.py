@@ -29,7 +29,8 @@ and one pending sync ticket; `leader_id` names a member whenever the group has m
 CompletingRebalance; pending joins only in PreparingRebalance.
 
 Restarts. What a group keeps across one (`stored_group.py`) leaves through a second outbox, `take_to_store()`, which
-the driver writes to `__consumer_offsets`; at start it hands the stored groups back with `restore()`.
+the driver writes to `__consumer_offsets` and then reports on with `store_result()` (a failed write undoes a static
+member's takeover, as in Kafka); at start it hands the stored groups back with `restore()`.
 
 Differences from Kafka, on purpose: Dead groups are dropped at once; the Stable-group fast path for a static member
 rejoining with a new member id answers like JoinGroup < v9 (no skip_assignment).
@@ -74,6 +75,10 @@ CONSUMER_PROTOCOL_TYPE = "consumer"
 
 class GroupCoordinator(RebalanceMachine):
     """All consumer groups of one broker. See the module docstring for the calling convention."""
+
+    def __init__(self, config: GroupConfig | None = None) -> None:
+        super().__init__(config)
+        self._takeovers: dict[str, list[_Takeover]] = {}  # group id -> static takeovers not written yet
 
     # ---- JoinGroup -----------------------------------------------------------------------------------------------
 
@@ -219,7 +224,18 @@ class GroupCoordinator(RebalanceMachine):
     ) -> JoinResult | None:
         """A static member came back with an empty member id: it takes over its instance id; the old id is fenced."""
         old_leader = group.leader_id or ""
-        member = group.members.pop(old_member_id)
+        member = group.members[old_member_id]
+        undo = _Takeover(
+            new_member_id,
+            old_member_id,
+            member.client_id,
+            member.client_host,
+            member.protocols,
+            member.rebalance_timeout_ms,
+            member.session_timeout_ms,
+            group.leader_id == old_member_id,
+        )
+        del group.members[old_member_id]
         if member.join_ticket is not None:
             self._complete(member.join_ticket, join_error(old_member_id, ErrorCode.FENCED_INSTANCE_ID))
             member.join_ticket = None
@@ -243,8 +259,10 @@ class GroupCoordinator(RebalanceMachine):
         if group.state is GroupState.STABLE and group.select_protocol() == group.protocol_name:
             # Same protocol: no rebalance; the member syncs and gets its stored assignment. The old leader id is
             # returned so that a replaced leader does not compute a new assignment a Stable group would not send.
-            # The new member id is stored: a restart must not bring back the fenced one.
+            # The new member id is stored: a restart must not bring back the fenced one. Until that write is done
+            # the takeover can be undone (`store_result`), as Kafka undoes it when the write fails.
             self._store(group)
+            self._takeovers.setdefault(group.group_id, []).append(undo)
             return JoinResult(
                 error_code=ErrorCode.NONE,
                 member_id=new_member_id,
@@ -314,6 +332,30 @@ class GroupCoordinator(RebalanceMachine):
             assert isinstance(completed, SyncResult)
             return completed
         return SyncPending(ticket)
+
+    def store_result(self, group_id: str, *, stored: bool) -> list[str]:
+        """The driver wrote (`stored`) or failed to write the group's latest stored form. A failed write undoes the
+        static-member takeovers it carried: the old member ids come back. Returns the member ids undone; their
+        JoinGroup must be answered with an error, so that the client joins again."""
+        takeovers = self._takeovers.pop(group_id, [])
+        group = self._groups.get(group_id)
+        if stored or group is None:
+            return []
+        undone = []
+        for undo in reversed(takeovers):
+            member = group.members.pop(undo.new_member_id, None)
+            if member is None:  # it has left since, or was removed: nothing to give back
+                continue
+            member.member_id = undo.old_member_id
+            member.client_id, member.client_host = undo.client_id, undo.client_host
+            member.protocols = undo.protocols
+            member.rebalance_timeout_ms, member.session_timeout_ms = undo.rebalance_timeout_ms, undo.session_timeout_ms
+            group.members[undo.old_member_id] = member
+            group.static_members[member.group_instance_id or ""] = undo.old_member_id
+            if undo.was_leader and group.leader_id == undo.new_member_id:
+                group.leader_id = undo.old_member_id
+            undone.append(undo.new_member_id)
+        return undone
 
     def _synced(self, group: Group, member_id: str) -> None:
         group.pending_sync.discard(member_id)
@@ -491,6 +533,20 @@ class GroupCoordinator(RebalanceMachine):
                 return ErrorCode.UNKNOWN_MEMBER_ID
             return ErrorCode.FENCED_INSTANCE_ID if current != member_id else ErrorCode.NONE
         return ErrorCode.NONE if member_id in group.members else ErrorCode.UNKNOWN_MEMBER_ID
+
+
+@dataclass(frozen=True, slots=True)
+class _Takeover:
+    """What a static member's takeover replaced, kept until the group's record is written (`store_result`)."""
+
+    new_member_id: str
+    old_member_id: str
+    client_id: str
+    client_host: str
+    protocols: list[tuple[str, bytes]]
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    was_leader: bool
 
 
 @dataclass(frozen=True, slots=True)
