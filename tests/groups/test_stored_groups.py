@@ -196,3 +196,24 @@ def test_restore_leaves_a_group_already_known_alone() -> None:
     )
     coordinator.restore(GROUP, StoredGroup("consumer", 9, None, None, ()), now_ms=0)
     assert coordinator.describe(GROUP).generation_id == 1
+
+
+def test_a_takeover_whose_record_was_not_written_is_undone() -> None:
+    h = Harness()
+    first = h.joined(h.join(group_instance_id="i-1", client_id="old-client"))
+    h.sync(first.member_id, 1, group_instance_id="i-1", assignments={first.member_id: b"a"})
+    h.coordinator.take_to_store()
+    again = h.join(group_instance_id="i-1", client_id="new-client")
+    assert isinstance(again, JoinResult)
+    h.coordinator.take_to_store()
+    assert h.coordinator.store_result(GROUP, stored=False) == [again.member_id]
+    [member] = h.coordinator.describe(GROUP).members
+    assert (member.member_id, member.client_id, member.assignment) == (first.member_id, "old-client", b"a")
+    assert h.coordinator.heartbeat(GROUP, first.member_id, 1, now_ms=h.now, group_instance_id="i-1").error_code == 0
+    assert h.coordinator.store_result(GROUP, stored=False) == []  # undone once
+    # Written: nothing to undo afterwards.
+    kept = h.join(group_instance_id="i-1")
+    assert isinstance(kept, JoinResult)
+    assert h.coordinator.store_result(GROUP, stored=True) == []
+    assert h.coordinator.store_result(GROUP, stored=False) == []
+    assert [m.member_id for m in h.coordinator.describe(GROUP).members] == [kept.member_id]
