@@ -107,3 +107,8 @@ def test_older_versions_are_read_with_kafkas_defaults(version: int) -> None:
 def test_a_record_that_is_not_group_metadata_is_a_corrupt_record(data: bytes, message: str) -> None:
     with pytest.raises(CorruptRecordError, match=message):
         decode_group_value(data)
+
+
+def test_a_group_key_with_bytes_after_the_group_id_is_corrupt() -> None:
+    with pytest.raises(CorruptRecordError, match="1 bytes after the group id"):
+        decode_group_key(encode_group_key("g") + b"\x00")

@@ -20,6 +20,7 @@ from __future__ import annotations
 import struct
 import time
 
+from kafkalite.broker.schema_reader import SchemaReader
 from kafkalite.errors import CorruptRecordError
 from kafkalite.groups import StoredGroup, StoredMember
 
@@ -33,11 +34,14 @@ def encode_group_key(group_id: str) -> bytes:
 
 def decode_group_key(data: bytes) -> str | None:
     """The group id of a group-metadata key; None for another kind of key (an offset commit)."""
-    reader = _Reader(data)
+    reader = SchemaReader(data, "group metadata")
     (version,) = reader.unpack(">h")
     if version != GROUP_KEY_VERSION:
         return None
-    return reader.string()
+    group_id = reader.string()
+    if not reader.at_end():
+        raise CorruptRecordError(f"group metadata key has {len(data) - reader.pos} bytes after the group id")
+    return group_id
 
 
 def encode_group_value(group: StoredGroup, *, now_ms: int | None = None) -> bytes:
@@ -66,7 +70,7 @@ def encode_group_value(group: StoredGroup, *, now_ms: int | None = None) -> byte
 
 def decode_group_value(data: bytes) -> StoredGroup:
     """A GroupMetadataValue of version 0 to 3; CorruptRecordError for another version or a record cut short."""
-    reader = _Reader(data)
+    reader = SchemaReader(data, "group metadata")
     (version,) = reader.unpack(">h")
     if not 0 <= version <= _VALUE_VERSION:
         raise CorruptRecordError(f"group metadata value version {version} is not supported")
@@ -101,7 +105,7 @@ def decode_group_value(data: bytes) -> StoredGroup:
                 reader.bytes(),
             )
         )
-    if reader.pos != len(data):
+    if not reader.at_end():
         raise CorruptRecordError(f"group metadata value has {len(data) - reader.pos} bytes after its last field")
     return StoredGroup(protocol_type, generation, protocol, leader, tuple(members))
 
@@ -117,45 +121,3 @@ def _nullable_string(text: str | None) -> bytes:
 
 def _bytes(data: bytes) -> bytes:
     return struct.pack(">i", len(data)) + data
-
-
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self.data, self.pos = data, 0
-
-    def unpack(self, fmt: str) -> tuple[int, ...]:
-        size = struct.calcsize(fmt)
-        if self.pos + size > len(self.data):
-            raise CorruptRecordError(f"group metadata record ends at byte {len(self.data)}, reading {fmt}")
-        values = struct.unpack_from(fmt, self.data, self.pos)
-        self.pos += size
-        return values
-
-    def _take(self, size: int) -> bytes:
-        if self.pos + size > len(self.data):
-            raise CorruptRecordError(f"group metadata field of {size} bytes overruns its record")
-        self.pos += size
-        return self.data[self.pos - size : self.pos]
-
-    def nullable_string(self) -> str | None:
-        (length,) = self.unpack(">h")
-        if length < -1:
-            raise CorruptRecordError(f"group metadata string of length {length}")
-        if length == -1:
-            return None
-        try:
-            return self._take(length).decode()
-        except UnicodeDecodeError as exc:
-            raise CorruptRecordError(f"group metadata string is not UTF-8: {exc}") from None
-
-    def string(self) -> str:
-        text = self.nullable_string()
-        if text is None:
-            raise CorruptRecordError("a null string where group metadata needs one")
-        return text
-
-    def bytes(self) -> bytes:
-        (length,) = self.unpack(">i")
-        if length < 0:
-            raise CorruptRecordError(f"group metadata bytes of length {length}")
-        return self._take(length)

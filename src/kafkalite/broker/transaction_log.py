@@ -31,6 +31,7 @@ from collections.abc import Callable
 
 from kafkalite.broker.log_reader import scan_records
 from kafkalite.broker.partition import Partition
+from kafkalite.broker.schema_reader import SchemaReader
 from kafkalite.errors import CorruptRecordError
 from kafkalite.protocol.records import RecordToWrite, build_batch
 from kafkalite.protocol.wire import encode_unsigned_varint
@@ -45,60 +46,6 @@ _VERSION = 0
 _FLEXIBLE_VERSION = 1
 
 
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self.data, self.pos = data, 0
-
-    def unpack(self, fmt: str) -> tuple[int, ...]:
-        size = struct.calcsize(fmt)
-        if self.pos + size > len(self.data):
-            raise CorruptRecordError(f"transaction state record ends at byte {len(self.data)}, reading {fmt}")
-        values = struct.unpack_from(fmt, self.data, self.pos)
-        self.pos += size
-        return values
-
-    def uvarint(self) -> int:
-        value, shift = 0, 0
-        while True:
-            (byte,) = self.unpack(">B")
-            value |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                return value
-            shift += 7
-            if shift > 28:
-                raise CorruptRecordError("transaction state varint is longer than 5 bytes")
-
-    def take(self, size: int) -> bytes:
-        if size < 0 or self.pos + size > len(self.data):
-            raise CorruptRecordError(f"transaction state field of {size} bytes overruns its record")
-        self.pos += size
-        return self.data[self.pos - size : self.pos]
-
-    def compact_string(self) -> str:
-        length = self.uvarint() - 1
-        if length < 0:
-            raise CorruptRecordError("null topic name in a transaction state record")
-        return self.take(length).decode()
-
-    def tags(self) -> list[tuple[int, _Reader]]:
-        """The tagged fields: (tag, a reader over its bytes)."""
-        fields = []
-        for _ in range(self.uvarint()):
-            tag = self.uvarint()
-            fields.append((tag, _Reader(self.take(self.uvarint()))))
-        return fields
-
-    def skip_tags(self) -> None:
-        self.tags()
-
-    def string(self) -> str:
-        (length,) = self.unpack(">h")
-        if length < 0 or self.pos + length > len(self.data):
-            raise CorruptRecordError(f"transaction state string of length {length} overruns its record")
-        self.pos += length
-        return self.data[self.pos - length : self.pos].decode()
-
-
 def _pack_string(text: str) -> bytes:
     data = text.encode()
     return struct.pack(">h", len(data)) + data
@@ -109,7 +56,7 @@ def encode_key(transactional_id: str) -> bytes:
 
 
 def decode_key(data: bytes) -> str:
-    reader = _Reader(data)
+    reader = SchemaReader(data, "transaction state")
     (version,) = reader.unpack(">h")
     if version != _VERSION:
         raise CorruptRecordError(f"transaction log key version {version} is not supported")
@@ -171,7 +118,7 @@ def encode_value_v0(txn: TxnMetadata) -> bytes:
 
 def decode_value(transactional_id: str, data: bytes) -> TxnMetadata:
     """TransactionLogValue v0 or v1; unknown tagged fields are skipped, as Kafka's readers do."""
-    reader = _Reader(data)
+    reader = SchemaReader(data, "transaction state")
     version, producer_id, epoch, timeout_ms, state = reader.unpack(">hqhib")
     if version not in (_VERSION, _FLEXIBLE_VERSION):
         raise CorruptRecordError(f"transaction log value version {version} is not supported")
@@ -183,7 +130,7 @@ def decode_value(transactional_id: str, data: bytes) -> TxnMetadata:
         count = reader.uvarint() - 1 if flexible else reader.unpack(">i")[0]
         partitions.update((topic, index) for index in reader.unpack(f">{max(count, 0)}i"))
         if flexible:
-            reader.skip_tags()
+            reader.tags()
     last_update, start = reader.unpack(">qq")
     txn = TxnMetadata(
         transactional_id, producer_id, epoch, timeout_ms, TxnState.from_code(state), partitions, start, last_update
