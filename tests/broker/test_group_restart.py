@@ -32,7 +32,7 @@ async def files(tmp_path: Path) -> AsyncIterator[BrokerFactory]:
     await factory.close_all()
 
 
-async def join(broker: kafkalite.Broker, member_id: str = "", **request: Any) -> JoinResult:
+async def join(broker: kafkalite.Broker, member_id: str = "", *, group: str = GROUP, **request: Any) -> JoinResult:
     settings: dict[str, Any] = {
         "protocol_type": "consumer",
         "protocols": PROTOCOLS,
@@ -40,7 +40,7 @@ async def join(broker: kafkalite.Broker, member_id: str = "", **request: Any) ->
         "rebalance_timeout_ms": 10_000,
         "client_id": "app",
     }
-    return await broker.groups.join(GROUP, member_id, **{**settings, **request})
+    return await broker.groups.join(group, member_id, **{**settings, **request})
 
 
 async def joined_pair(broker: kafkalite.Broker) -> tuple[JoinResult, JoinResult]:
@@ -111,14 +111,7 @@ async def test_an_empty_group_comes_back_only_with_committed_offsets(files: Brok
     async with files() as broker:
         await broker.create_topic(TOPIC)
         for group in ("kept", "forgotten"):
-            joined = await broker.groups.join(
-                group,
-                "",
-                protocol_type="consumer",
-                protocols=PROTOCOLS,
-                session_timeout_ms=10_000,
-                rebalance_timeout_ms=10_000,
-            )
+            joined = await join(broker, group=group)
             await broker.groups.sync(group, joined.member_id, joined.generation_id, assignments={})
             if group == "kept":
                 commit = [(TOPIC, 0, 1, "", -1)]
@@ -133,9 +126,7 @@ async def test_an_empty_group_comes_back_only_with_committed_offsets(files: Brok
         assert [g.group_id for g in broker.groups.list_groups()] == ["kept"]
         await broker.groups.wait_stored()  # the forgotten group's tombstone
         assert set(broker.offsets.stored_groups()) == {"kept"}
-        joined = await broker.groups.join(
-            "kept", "", protocol_type="consumer", protocols=PROTOCOLS, session_timeout_ms=10_000, rebalance_timeout_ms=1
-        )
+        joined = await join(broker, group="kept")
         assert joined.generation_id == 3  # the generation goes on from where it was
 
     async with files() as broker:
@@ -186,15 +177,7 @@ BIG = 1_100_000  # a subscription whose group record is larger than __consumer_o
 
 
 async def synced_alone(broker: kafkalite.Broker, group: str, subscription: bytes = b"s", **request: Any) -> JoinResult:
-    joined = await broker.groups.join(
-        group,
-        "",
-        protocol_type="consumer",
-        protocols=[("range", subscription)],
-        session_timeout_ms=10_000,
-        rebalance_timeout_ms=10_000,
-        **request,
-    )
+    joined = await join(broker, group=group, protocols=[("range", subscription)], **request)
     assert joined.error_code == 0
     synced = await broker.groups.sync(
         group, joined.member_id, joined.generation_id, assignments={joined.member_id: b"a"}
@@ -237,29 +220,14 @@ async def test_a_static_takeover_that_cannot_be_stored_is_undone(files: BrokerFa
     a restart would otherwise fence the new member id."""
     async with files() as broker:
         first = await synced_alone(broker, GROUP, group_instance_id="i-1")
-        again = await broker.groups.join(
-            GROUP,
-            "",
-            protocol_type="consumer",
-            protocols=[("range", b"x" * BIG)],  # the same protocol: a takeover, with a record too large
-            session_timeout_ms=10_000,
-            rebalance_timeout_ms=10_000,
-            group_instance_id="i-1",
-        )
+        # The same protocol: a takeover, with a record too large.
+        again = await join(broker, protocols=[("range", b"x" * BIG)], group_instance_id="i-1")
         assert (again.error_code, again.member_id) == (ErrorCode.COORDINATOR_NOT_AVAILABLE, "")
         [member] = broker.groups.describe(GROUP).members
         assert member.member_id == first.member_id
         heartbeat = broker.groups.heartbeat(GROUP, first.member_id, first.generation_id, group_instance_id="i-1")
         assert heartbeat.error_code == 0
-        retried = await broker.groups.join(
-            GROUP,
-            "",
-            protocol_type="consumer",
-            protocols=PROTOCOLS,
-            session_timeout_ms=10_000,
-            rebalance_timeout_ms=10_000,
-            group_instance_id="i-1",
-        )
+        retried = await join(broker, group=GROUP, group_instance_id="i-1")
         assert (retried.error_code, retried.generation_id) == (0, first.generation_id)
     async with files() as broker:
         [member] = broker.groups.describe(GROUP).members
@@ -328,9 +296,9 @@ async def test_replies_wait_for_a_group_write_already_under_way(
     gate = asyncio.Event()
     store = OffsetManager.store_groups
 
-    async def slow(self: OffsetManager, entries: Any) -> None:
+    async def slow(self: OffsetManager, entries: Any) -> dict[str, Exception]:
         await gate.wait()
-        await store(self, entries)
+        return await store(self, entries)
 
     async with files() as broker:
         first = await join(broker)  # GROUP, generation 1
@@ -339,14 +307,7 @@ async def test_replies_wait_for_a_group_write_already_under_way(
             broker.groups.sync(GROUP, first.member_id, 1, assignments={first.member_id: b"a"})
         )
         await asyncio.sleep(0.01)
-        other = broker.groups.join(
-            "other",
-            "",
-            protocol_type="consumer",
-            protocols=PROTOCOLS,
-            session_timeout_ms=10_000,
-            rebalance_timeout_ms=1,
-        )
+        other = join(broker, group="other")
         alone = asyncio.create_task(other)  # its join completes at once, its reply waits for GROUP's write
         await asyncio.sleep(0.05)
         try:
