@@ -318,3 +318,60 @@ async def test_replies_wait_for_a_group_write_already_under_way(
         assert (await leader_sync).error_code == 0
         assert (await alone).generation_id == 1
         assert broker.offsets.stored_groups()[GROUP].generation_id == 1
+
+
+async def test_a_takeover_is_undone_only_by_the_failure_of_the_write_that_carries_it(
+    files: BrokerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two writes of one group in a row: the generation's (written) and then a static takeover's (too large). Only
+    the second one's failure undoes the takeover, and a restart finds what the broker answered."""
+    gate = asyncio.Event()
+    store = OffsetManager.store_groups
+
+    async def held(self: OffsetManager, entries: Any) -> dict[str, Exception]:
+        await gate.wait()
+        return await store(self, entries)
+
+    async with files() as broker:
+        first = await join(broker, group_instance_id="i-1")
+        monkeypatch.setattr(OffsetManager, "store_groups", held)
+        sync = broker.groups.sync(GROUP, first.member_id, first.generation_id, assignments={first.member_id: b"a"})
+        synced = asyncio.create_task(sync)
+        await asyncio.sleep(0.01)  # the generation's write is under way (held)
+        takeover = asyncio.create_task(join(broker, protocols=[("range", b"x" * BIG)], group_instance_id="i-1"))
+        await asyncio.sleep(0.01)  # queued behind it
+        gate.set()
+        assert (await synced).error_code == 0
+        again = await takeover
+        assert again.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+        assert [m.member_id for m in broker.groups.describe(GROUP).members] == [first.member_id]
+    async with files() as broker:
+        assert [m.member_id for m in broker.groups.describe(GROUP).members] == [first.member_id]
+        heartbeat = broker.groups.heartbeat(GROUP, first.member_id, first.generation_id, group_instance_id="i-1")
+        assert heartbeat.error_code == 0
+
+
+async def test_a_broker_served_for_a_while_still_stores_its_groups_afterwards(files: BrokerFactory) -> None:
+    """An embedded broker outlives the block that served it on a socket (the testing guide's fixture does this)."""
+    from kafkalite.server.inprocess import serve
+
+    async with files() as broker:
+        async with serve(broker):
+            pass
+        joined = await synced_alone(broker, GROUP)
+        assert set(broker.offsets.stored_groups()) == {GROUP}
+    async with files() as broker:
+        assert broker.groups.heartbeat(GROUP, joined.member_id, joined.generation_id).error_code == 0
+
+
+async def test_a_takeover_while_the_broker_closes_is_undone_not_answered(files: BrokerFactory) -> None:
+    """Once the broker stops storing (it is closing), a static takeover cannot be written: it is undone and its
+    JoinGroup answered with a retriable error, never with a member id a restart would fence."""
+    async with files() as broker:
+        first = await synced_alone(broker, GROUP, group_instance_id="i-1")
+        await broker.groups.stop_storing()
+        again = await join(broker, group_instance_id="i-1", client_id="restarted")
+        assert (again.error_code, again.member_id) == (ErrorCode.COORDINATOR_NOT_AVAILABLE, "")
+    async with files() as broker:
+        heartbeat = broker.groups.heartbeat(GROUP, first.member_id, first.generation_id, group_instance_id="i-1")
+        assert heartbeat.error_code == 0

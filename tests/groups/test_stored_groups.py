@@ -8,6 +8,11 @@ from kafkalite.groups import ErrorCode, GroupCoordinator, JoinResult, LeavingMem
 from .harness import GROUP, PROTOCOLS, Harness, make_config
 
 
+def stored_forms(h: Harness) -> list[tuple[str, StoredGroup | None]]:
+    """What the coordinator hands out to store, as (group id, stored form); the takeovers they carry left out."""
+    return [(entry.group_id, entry.group) for entry in h.coordinator.take_to_store()]
+
+
 def stable_pair(h: Harness) -> tuple[JoinResult, JoinResult]:
     """Two members in a Stable group at generation 2 (the first member alone had generation 1); the leader first."""
     first = h.joined(h.join())
@@ -26,12 +31,12 @@ def test_the_leaders_sync_stores_the_generation_with_members_and_assignments() -
     a, b = h.join(client_id="c-a"), h.join(client_id="c-b")
     h.tick(200)  # the initial delay, extended once because a second member arrived in it
     first, second = h.joined(a), h.joined(b)
-    assert h.coordinator.take_to_store() == []  # a join alone stores nothing
+    assert stored_forms(h) == []  # a join alone stores nothing
     h.sync(second.member_id, 1)
-    assert h.coordinator.take_to_store() == []  # nor does a follower's sync
+    assert stored_forms(h) == []  # nor does a follower's sync
     h.sync(first.member_id, 1, assignments={first.member_id: b"p0", second.member_id: b"p1"})
 
-    [(group_id, stored)] = h.coordinator.take_to_store()
+    [(group_id, stored)] = stored_forms(h)
     assert group_id == GROUP
     assert stored == StoredGroup(
         protocol_type="consumer",
@@ -43,32 +48,32 @@ def test_the_leaders_sync_stores_the_generation_with_members_and_assignments() -
             StoredMember(second.member_id, None, "c-b", "", 30_000, 10_000, b"meta", b"p1"),
         ),
     )
-    assert h.coordinator.take_to_store() == []  # drained
+    assert stored_forms(h) == []  # drained
     h.heartbeat(first.member_id, 1)
     assert h.coordinator.validate_offset_commit(GROUP, first.member_id, 1, now_ms=h.now) == 0
-    assert h.coordinator.take_to_store() == []  # heartbeats and commits store nothing
+    assert stored_forms(h) == []  # heartbeats and commits store nothing
 
 
 def test_a_group_left_empty_is_stored_without_members_at_its_new_generation() -> None:
     h = Harness()
     joined = h.joined(h.join())
     h.sync(joined.member_id, 1, assignments={joined.member_id: b"x"})
-    h.coordinator.take_to_store()
+    stored_forms(h)
     h.coordinator.leave(GROUP, [LeavingMember(joined.member_id)], now_ms=h.now)
-    assert h.coordinator.take_to_store() == [(GROUP, StoredGroup("consumer", 2, None, None, ()))]
+    assert stored_forms(h) == [(GROUP, StoredGroup("consumer", 2, None, None, ()))]
 
 
 def test_a_member_leaving_a_group_that_keeps_members_stores_nothing_until_the_next_generation() -> None:
     h = Harness()
     leader, follower = stable_pair(h)
-    h.coordinator.take_to_store()
+    stored_forms(h)
     h.coordinator.leave(GROUP, [LeavingMember(follower.member_id)], now_ms=h.now)
     h.drain()
-    assert h.coordinator.take_to_store() == []  # PreparingRebalance: the stored generation 2 stands
+    assert stored_forms(h) == []  # PreparingRebalance: the stored generation 2 stands
     rejoined = h.joined(h.join(leader.member_id))
     assert rejoined.generation_id == 3
     h.sync(leader.member_id, 3, assignments={leader.member_id: b"all"})
-    [(_, stored)] = h.coordinator.take_to_store()
+    [(_, stored)] = stored_forms(h)
     assert stored is not None
     assert stored.generation_id == 3
     assert [m.member_id for m in stored.members] == [leader.member_id]
@@ -78,20 +83,20 @@ def test_deleting_a_group_stores_a_tombstone() -> None:
     h = Harness()
     joined = h.joined(h.join())
     h.coordinator.leave(GROUP, [LeavingMember(joined.member_id)], now_ms=h.now)
-    h.coordinator.take_to_store()
+    stored_forms(h)
     assert h.coordinator.delete_group(GROUP) == 0
-    assert h.coordinator.take_to_store() == [(GROUP, None)]
+    assert stored_forms(h) == [(GROUP, None)]
 
 
 def test_a_static_member_taking_over_in_a_stable_group_stores_its_new_member_id() -> None:
     h = Harness()
     first = h.joined(h.join(group_instance_id="i-1"))
     h.sync(first.member_id, 1, group_instance_id="i-1", assignments={first.member_id: b"a"})
-    h.coordinator.take_to_store()
+    stored_forms(h)
     again = h.join(group_instance_id="i-1")
     assert isinstance(again, JoinResult)
     assert (again.error_code, again.generation_id) == (0, 1)
-    [(_, stored)] = h.coordinator.take_to_store()
+    [(_, stored)] = stored_forms(h)
     assert stored is not None
     assert [(m.member_id, m.group_instance_id, m.assignment) for m in stored.members] == [
         (again.member_id, "i-1", b"a")
@@ -108,7 +113,7 @@ def restarted(stored: StoredGroup, now: int = 50_000) -> Harness:
 def stored_pair() -> tuple[StoredGroup, str, str]:
     h = Harness()
     leader, follower = stable_pair(h)
-    [(_, stored)] = h.coordinator.take_to_store()
+    [(_, stored)] = stored_forms(h)
     assert stored is not None
     return stored, leader.member_id, follower.member_id
 
@@ -128,7 +133,7 @@ def test_a_restored_group_is_stable_and_its_members_carry_on_with_their_generati
     assert h.coordinator.validate_offset_commit(GROUP, follower, 2, now_ms=h.now) == 0
     synced = h.synced(h.sync(follower, 2))  # a member that lost its SyncGroup reply asks again
     assert (synced.error_code, synced.assignment) == (0, b"for-follower")
-    assert h.coordinator.take_to_store() == []  # restoring stores nothing
+    assert stored_forms(h) == []  # restoring stores nothing
 
 
 def test_a_restored_member_that_never_comes_back_expires_after_its_session_and_the_rest_rebalance() -> None:
@@ -161,7 +166,7 @@ def test_a_restored_static_member_keeps_its_instance_id() -> None:
     h = Harness()
     first = h.joined(h.join(group_instance_id="i-1"))
     h.sync(first.member_id, 1, group_instance_id="i-1", assignments={first.member_id: b"a"})
-    [(_, stored)] = h.coordinator.take_to_store()
+    [(_, stored)] = stored_forms(h)
     assert stored is not None
     h = restarted(stored)
     assert h.coordinator.heartbeat(GROUP, first.member_id, 1, now_ms=h.now, group_instance_id="i-1").error_code == 0
@@ -202,18 +207,24 @@ def test_a_takeover_whose_record_was_not_written_is_undone() -> None:
     h = Harness()
     first = h.joined(h.join(group_instance_id="i-1", client_id="old-client"))
     h.sync(first.member_id, 1, group_instance_id="i-1", assignments={first.member_id: b"a"})
-    h.coordinator.take_to_store()
+    stored_forms(h)
     again = h.join(group_instance_id="i-1", client_id="new-client")
     assert isinstance(again, JoinResult)
-    h.coordinator.take_to_store()
-    assert h.coordinator.store_result(GROUP, stored=False) == [again.member_id]
+    [entry] = h.coordinator.take_to_store()
+    assert [t.new_member_id for t in entry.takeovers] == [again.member_id]
+    assert h.coordinator.store_result(GROUP, entry.takeovers, stored=False) == [again.member_id]
     [member] = h.coordinator.describe(GROUP).members
     assert (member.member_id, member.client_id, member.assignment) == (first.member_id, "old-client", b"a")
     assert h.coordinator.heartbeat(GROUP, first.member_id, 1, now_ms=h.now, group_instance_id="i-1").error_code == 0
-    assert h.coordinator.store_result(GROUP, stored=False) == []  # undone once
-    # Written: nothing to undo afterwards.
+    # The undone form is queued again, so that the log follows: it names the old member id.
+    [(_, corrected)] = stored_forms(h)
+    assert corrected is not None
+    assert [m.member_id for m in corrected.members] == [first.member_id]
+    # A written takeover is never undone; one whose member has gone since has nothing to give back.
     kept = h.join(group_instance_id="i-1")
     assert isinstance(kept, JoinResult)
-    assert h.coordinator.store_result(GROUP, stored=True) == []
-    assert h.coordinator.store_result(GROUP, stored=False) == []
+    [entry] = h.coordinator.take_to_store()
+    assert h.coordinator.store_result(GROUP, entry.takeovers, stored=True) == []
     assert [m.member_id for m in h.coordinator.describe(GROUP).members] == [kept.member_id]
+    h.coordinator.leave(GROUP, [LeavingMember(kept.member_id, "i-1")], now_ms=h.now)
+    assert h.coordinator.store_result(GROUP, entry.takeovers, stored=False) == []

@@ -189,7 +189,7 @@ class Broker:
         self._closed = True
         if self._groups is not None:
             self._groups.close()
-            await self._groups.wait_stored()
+            await self._groups.stop_storing()
         if self._transactions is not None:
             await self._transactions.close()
         if self._retention_task is not None:

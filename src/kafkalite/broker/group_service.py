@@ -28,11 +28,13 @@ Kafka; the JoinGroup answers before them already name the new generation). Write
 order. Each group is written as a batch of its own, so a group that cannot be written fails alone. A write that fails is
 logged and the replies go out anyway: the group carries on in memory, and a restart then finds its previous generation,
 so its members rejoin. The one exception is a static member's takeover of its instance id (a new member id, no
-rebalance): as in Kafka it is undone, and its JoinGroup answered with COORDINATOR_NOT_AVAILABLE so that it joins again,
-because a restart would otherwise fence it. At start, the stored groups are restored: one with members comes back Stable
-with them, its members' sessions starting again; an Empty one comes back Empty when it has offsets (committed, or in an
-undecided transaction) and is deleted (a tombstone) when it has none, as Kafka's expiry sweep would. KIP-848 consumer
-groups are kept in memory only: after a restart their members are fenced and join again.
+rebalance): as in Kafka it is undone when the write that carries it fails, and its JoinGroup answered with
+COORDINATOR_NOT_AVAILABLE so that it joins again, because a restart would otherwise fence it. A failed fsync is not a
+failed write (the records are in the log). When the broker closes, `stop_storing` lets the writes under way finish and
+stores nothing after: a takeover from then on is undone too. At start, the stored groups are restored: one with members
+comes back Stable with them, its members' sessions starting again; an Empty one comes back Empty when it has offsets
+(committed, or in an undecided transaction) and is deleted (a tombstone) when it has none, as Kafka's expiry sweep
+would. KIP-848 consumer groups are kept in memory only: after a restart their members are fenced and join again.
 
 A group the coordinators do not know but that has committed offsets (a standalone commit, or offsets written before
 groups were stored) is answered here as Kafka would after loading it: listed and described as an Empty "consumer"
@@ -69,8 +71,10 @@ from kafkalite.groups import (
     LeavingMember,
     MemberDescription,
     StoredGroup,
+    StoreEntry,
     SyncPending,
     SyncResult,
+    Takeover,
     TopicImage,
     encode_assignment,
 )
@@ -108,14 +112,14 @@ class GroupService:
         self._store_queue: list[_PendingStore] = []
         self._store_task: asyncio.Task[None] | None = None
         self._undone_takeovers: set[tuple[str, str]] = set()  # (group, member id) whose JoinGroup must fail
-        self._closed = False
+        self._storing = True  # until the broker closes: see `stop_storing`
         self._restore()
 
     def _restore(self) -> None:
         """Bring back the classic groups stored before the restart (see the module docstring)."""
         now = monotonic_ms()
         with_offsets = self.offsets.groups() | self.offsets.groups_with_pending()
-        forgotten: list[tuple[str, StoredGroup | None]] = []
+        forgotten: list[tuple[str, None]] = []
         for group_id, stored in self.offsets.stored_groups().items():
             if (stored.members and stored.protocol_name is not None) or group_id in with_offsets:
                 self.coordinator.restore(group_id, stored, now_ms=now)
@@ -127,7 +131,7 @@ class GroupService:
             logger.info("Restored %d classic groups, %d of them with members", len(restored), active)
         if forgotten:
             logger.info("Deleting %d stored classic groups left Empty without committed offsets", len(forgotten))
-            self._queue_store(forgotten, [])
+            self._queue_store([StoreEntry(group_id, None) for group_id, _ in forgotten], [])
         self._settle()
 
     async def join(self, group_id: str, member_id: str, **request: Any) -> JoinResult:
@@ -142,12 +146,14 @@ class GroupService:
         if future is None:
             assert isinstance(outcome, JoinResult)
             result = outcome
-            if stored is not None:
-                await stored
-                if (group_id, result.member_id) in self._undone_takeovers:
-                    # A static member's takeover whose record could not be written was undone: it joins again.
-                    self._undone_takeovers.discard((group_id, result.member_id))
-                    return JoinResult(ErrorCode.COORDINATOR_NOT_AVAILABLE, "")
+            try:
+                if stored is not None:
+                    await stored
+            finally:
+                undone = (group_id, result.member_id) in self._undone_takeovers
+                self._undone_takeovers.discard((group_id, result.member_id))
+            if undone:  # a static member's takeover whose record could not be written was undone: it joins again
+                return JoinResult(ErrorCode.COORDINATOR_NOT_AVAILABLE, "")
         else:
             result = await future
         if result.error_code == 0 and result.leader_id == result.member_id:  # one leader per generation
@@ -393,19 +399,26 @@ class GroupService:
 
     def close(self) -> None:
         """Shutting down: every JoinGroup/SyncGroup still waiting fails with `ClosedError` (its caller's task was not
-        cancelled, so it must not see a `CancelledError`)."""
+        cancelled, so it must not see a `CancelledError`). A server that stops serving the broker calls this too; the
+        broker itself may go on (an embedded broker outlives its served block)."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        self._closed = True
         for future in self._waiting.values():
             if not future.done():
                 future.set_exception(ClosedError("the broker is shutting down"))
         self._waiting.clear()
 
+    async def stop_storing(self) -> None:
+        """The broker is closing: let the group records being written reach the log before it closes, and store
+        nothing after. A form that would have been stored from now on counts as a failed write (a static member's
+        takeover is undone, and its JoinGroup answered with an error)."""
+        self._storing = False
+        await self.wait_stored()
+
     async def wait_stored(self) -> None:
-        """Shutting down (after `close`): let the group records being written reach the log before it closes."""
-        while self._store_task is not None:
+        """Until the group records queued so far are written (and the replies behind them released)."""
+        while self._store_task is not None and not self._store_task.done():
             await asyncio.gather(asyncio.shield(self._store_task), return_exceptions=True)
 
     # --- driver -----------------------------------------------------------------------------------------------
@@ -420,10 +433,14 @@ class GroupService:
         is one or one is under way), and arm the timer for the coordinator's next deadline. Returns a future done
         once the replies went out, or None when they went out at once."""
         stores = self.coordinator.take_to_store()
+        while stores and not self._storing:  # the broker is closing: the logs close after the writes under way
+            logger.debug("Not storing %d classic groups: the broker is closing", len(stores))
+            for entry in stores:
+                self._note_undone(
+                    entry.group_id, self.coordinator.store_result(entry.group_id, entry.takeovers, stored=False)
+                )
+            stores = self.coordinator.take_to_store()  # what an undo queued again
         replies = self.coordinator.take_completed()
-        if self._closed and stores:  # shutting down: the logs close after the writes under way, not later ones
-            logger.debug("Not storing %d classic groups: the broker is shutting down", len(stores))
-            stores = []
         stored = None
         if stores or self._store_task is not None:  # replies never overtake a write queued before them
             stored = self._queue_store(stores, replies)
@@ -438,9 +455,10 @@ class GroupService:
             if future is not None and not future.done():
                 future.set_result(reply)
 
-    def _queue_store(
-        self, stores: list[tuple[str, StoredGroup | None]], replies: list[tuple[int, CompletedReply]]
-    ) -> asyncio.Future[None]:
+    def _note_undone(self, group_id: str, member_ids: list[str]) -> None:
+        self._undone_takeovers.update((group_id, member_id) for member_id in member_ids)
+
+    def _queue_store(self, stores: list[StoreEntry], replies: list[tuple[int, CompletedReply]]) -> asyncio.Future[None]:
         loop = asyncio.get_running_loop()
         pending = _PendingStore(stores, replies, loop.create_future())
         self._store_queue.append(pending)
@@ -455,8 +473,11 @@ class GroupService:
             while self._store_queue:
                 batch, self._store_queue = self._store_queue, []
                 latest: dict[str, StoredGroup | None] = {}
+                takeovers: dict[str, list[Takeover]] = {}
                 for pending in batch:
-                    latest.update(pending.stores)
+                    for entry in pending.stores:
+                        latest[entry.group_id] = entry.group
+                        takeovers.setdefault(entry.group_id, []).extend(entry.takeovers)
                 try:
                     failed = await self.offsets.store_groups(latest.items())
                 except Exception as exc:  # a bug: the replies still go out, and this task goes on
@@ -469,9 +490,11 @@ class GroupService:
                         group_id,
                         error,
                     )
-                for group_id in latest:
-                    for member_id in self.coordinator.store_result(group_id, stored=group_id not in failed):
-                        self._undone_takeovers.add((group_id, member_id))
+                for group_id, carried in takeovers.items():
+                    if group_id in failed and carried:
+                        self._note_undone(group_id, self.coordinator.store_result(group_id, carried, stored=False))
+                if any(group_id in failed for group_id in takeovers):
+                    self._settle()  # the forms an undo queued again: written next, after those queued before
                 self._release(batch)
                 batch = []
         finally:
@@ -515,6 +538,6 @@ class GroupService:
 class _PendingStore:
     """Group records waiting to be written, the replies completed with them, and a future set after both."""
 
-    stores: list[tuple[str, StoredGroup | None]]
+    stores: list[StoreEntry]
     replies: list[tuple[int, CompletedReply]]
     done: asyncio.Future[None]

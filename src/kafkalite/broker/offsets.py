@@ -27,6 +27,7 @@ offset and aborted transactions).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import struct
 import time
@@ -224,8 +225,10 @@ class OffsetManager:
 
     async def store_groups(self, entries: Iterable[tuple[str, StoredGroup | None]]) -> dict[str, Exception]:
         """Write groups' metadata (None: a tombstone, the group was deleted), one batch per group so that a group
-        that cannot be written (too large for the topic's `max.message.bytes`, a string too long for its schema)
-        fails alone; then one sync when the broker fsyncs. Returns the groups that were not stored, with why."""
+        that cannot be written (too large for the topic's `max.message.bytes`, a string Kafka's schema cannot hold)
+        fails alone; then one sync when the broker fsyncs. Returns the groups not written, with why. A failed sync
+        is not one of them: the records are in the log (a restart reads them back), and the partition stops taking
+        writes, as any partition whose fsync fails (its ERROR is logged there)."""
         now = int(time.time() * 1000)
         failed: dict[str, Exception] = {}
         written: list[tuple[str, StoredGroup | None]] = []
@@ -234,20 +237,17 @@ class OffsetManager:
                 value = None if group is None else encode_group_value(group, now_ms=now)
                 batch = build_batch([RecordToWrite(value, encode_group_key(group_id))], now_ms=now)
                 await self._partition.append(batch)
-            except (KafkaLiteError, struct.error) as exc:
+            except (KafkaLiteError, struct.error, ValueError) as exc:  # ValueError: text UTF-8 cannot encode
                 failed[group_id] = exc
                 continue
             written.append((group_id, group))
-        if written and self._fsync:
-            try:
-                await self._partition.log.sync()
-            except KafkaLiteError as exc:
-                return {**failed, **dict.fromkeys((group_id for group_id, _ in written), exc)}
-        for group_id, group in written:
             if group is None:
                 self._stored_groups.pop(group_id, None)
             else:
                 self._stored_groups[group_id] = group
+        if written and self._fsync:
+            with contextlib.suppress(KafkaLiteError):
+                await self._partition.log.sync()
         return failed
 
     def groups_with_pending(self) -> set[str]:

@@ -39,7 +39,8 @@ from kafkalite.groups.consumer_protocol import (
     encode_sticky_user_data,
     encode_subscription,
 )
-from kafkalite.groups.coordinator import NEW_MEMBER_JOIN_TIMEOUT_MS, GroupConfig, GroupCoordinator
+from kafkalite.groups.coordinator import NEW_MEMBER_JOIN_TIMEOUT_MS, GroupConfig, GroupCoordinator, StoreEntry
+from kafkalite.groups.membership import Takeover
 from kafkalite.groups.results import (
     CompletedReply,
     ErrorCode,
@@ -86,11 +87,13 @@ __all__ = [
     "MemberLeaveResult",
     "MemberSubscription",
     "StickyUserData",
+    "StoreEntry",
     "StoredGroup",
     "StoredMember",
     "Subscription",
     "SyncPending",
     "SyncResult",
+    "Takeover",
     "TopicImage",
     "decode_assignment",
     "decode_sticky_user_data",

@@ -50,9 +50,10 @@ from kafkalite.groups.membership import (
     Group,
     Member,
     Protocols,
+    Takeover,
     first_of_each_name,
 )
-from kafkalite.groups.rebalance import GroupConfig, RebalanceMachine, join_error
+from kafkalite.groups.rebalance import GroupConfig, RebalanceMachine, StoreEntry, join_error
 from kafkalite.groups.results import (
     ErrorCode,
     GroupDescription,
@@ -68,17 +69,13 @@ from kafkalite.groups.results import (
     SyncResult,
 )
 
-__all__ = ["NEW_MEMBER_JOIN_TIMEOUT_MS", "GroupConfig", "GroupCoordinator"]
+__all__ = ["NEW_MEMBER_JOIN_TIMEOUT_MS", "GroupConfig", "GroupCoordinator", "StoreEntry"]
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
 
 class GroupCoordinator(RebalanceMachine):
     """All consumer groups of one broker. See the module docstring for the calling convention."""
-
-    def __init__(self, config: GroupConfig | None = None) -> None:
-        super().__init__(config)
-        self._takeovers: dict[str, list[_Takeover]] = {}  # group id -> static takeovers not written yet
 
     # ---- JoinGroup -----------------------------------------------------------------------------------------------
 
@@ -225,7 +222,7 @@ class GroupCoordinator(RebalanceMachine):
         """A static member came back with an empty member id: it takes over its instance id; the old id is fenced."""
         old_leader = group.leader_id or ""
         member = group.members[old_member_id]
-        undo = _Takeover(
+        undo = Takeover(
             new_member_id,
             old_member_id,
             member.client_id,
@@ -333,11 +330,11 @@ class GroupCoordinator(RebalanceMachine):
             return completed
         return SyncPending(ticket)
 
-    def store_result(self, group_id: str, *, stored: bool) -> list[str]:
-        """The driver wrote (`stored`) or failed to write the group's latest stored form. A failed write undoes the
-        static-member takeovers it carried: the old member ids come back. Returns the member ids undone; their
-        JoinGroup must be answered with an error, so that the client joins again."""
-        takeovers = self._takeovers.pop(group_id, [])
+    def store_result(self, group_id: str, takeovers: Sequence[Takeover], *, stored: bool) -> list[str]:
+        """The driver wrote (`stored`) or failed to write a form of the group; `takeovers` are those it carried
+        (`StoreEntry.takeovers`). A failed write undoes them: the old member ids come back, and the group's form is
+        queued again so that the log follows. Returns the member ids undone; their JoinGroup must be answered with
+        an error, so that the client joins again."""
         group = self._groups.get(group_id)
         if stored or group is None:
             return []
@@ -355,6 +352,8 @@ class GroupCoordinator(RebalanceMachine):
             if undo.was_leader and group.leader_id == undo.new_member_id:
                 group.leader_id = undo.old_member_id
             undone.append(undo.new_member_id)
+        if undone:
+            self._store(group)
         return undone
 
     def _synced(self, group: Group, member_id: str) -> None:
@@ -533,20 +532,6 @@ class GroupCoordinator(RebalanceMachine):
                 return ErrorCode.UNKNOWN_MEMBER_ID
             return ErrorCode.FENCED_INSTANCE_ID if current != member_id else ErrorCode.NONE
         return ErrorCode.NONE if member_id in group.members else ErrorCode.UNKNOWN_MEMBER_ID
-
-
-@dataclass(frozen=True, slots=True)
-class _Takeover:
-    """What a static member's takeover replaced, kept until the group's record is written (`store_result`)."""
-
-    new_member_id: str
-    old_member_id: str
-    client_id: str
-    client_host: str
-    protocols: list[tuple[str, bytes]]
-    rebalance_timeout_ms: int
-    session_timeout_ms: int
-    was_leader: bool
 
 
 @dataclass(frozen=True, slots=True)

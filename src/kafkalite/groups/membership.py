@@ -84,6 +84,21 @@ class Member:
         return self.last_heartbeat_ms + self.session_timeout_ms
 
 
+@dataclass(frozen=True, slots=True)
+class Takeover:
+    """What a static member's takeover of its instance id replaced (the old member id and what came with it), kept
+    with the group's stored form until that is written: a failed write undoes the takeover."""
+
+    new_member_id: str
+    old_member_id: str
+    client_id: str
+    client_host: str
+    protocols: list[tuple[str, bytes]]
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    was_leader: bool
+
+
 @dataclass(slots=True)
 class Group:
     """One group: its state and generation, its members, and the deadlines of its timers."""

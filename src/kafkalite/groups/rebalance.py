@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kafkalite.groups._state import TRANSITIONS, GroupEvent, GroupState
-from kafkalite.groups.membership import Group, Member
+from kafkalite.groups.membership import Group, Member, Takeover
 from kafkalite.groups.results import CompletedReply, ErrorCode, JoinResult, SyncResult
 from kafkalite.groups.stored_group import StoredGroup, StoredMember
 
@@ -49,6 +49,16 @@ class GroupConfig:
     new_member_id_suffix: Callable[[], str] = field(default=lambda: str(uuid.uuid4()))
 
 
+@dataclass(frozen=True, slots=True)
+class StoreEntry:
+    """One group's form to store (None: a tombstone) and the static takeovers it carries, which a failed write
+    undoes (`GroupCoordinator.store_result`)."""
+
+    group_id: str
+    group: StoredGroup | None
+    takeovers: tuple[Takeover, ...] = ()
+
+
 def join_error(member_id: str, error_code: int) -> JoinResult:
     """A JoinGroup refusal: the error and the member id, with Kafka's placeholders for everything else."""
     return JoinResult(error_code=error_code, member_id=member_id)
@@ -62,6 +72,7 @@ class RebalanceMachine:
         self._groups: dict[str, Group] = {}
         self._completed: dict[int, CompletedReply] = {}
         self._to_store: dict[str, StoredGroup | None] = {}
+        self._takeovers: dict[str, list[Takeover]] = {}  # group id -> static takeovers in its form to store
         self._next_ticket = 1
 
     # ---- driver interface ----------------------------------------------------------------------------------------
@@ -72,10 +83,14 @@ class RebalanceMachine:
         self._completed.clear()
         return completed
 
-    def take_to_store(self) -> list[tuple[str, StoredGroup | None]]:
-        """The groups whose stored form changed since the last call, each once with its latest form: (group id,
-        StoredGroup), or (group id, None) for a deleted group."""
-        to_store = list(self._to_store.items())
+    def take_to_store(self) -> list[StoreEntry]:
+        """The groups whose stored form changed since the last call, each once with its latest form (None for a
+        deleted group) and the takeovers that form carries. The driver writes each and reports with
+        `store_result`."""
+        to_store = [
+            StoreEntry(group_id, group, tuple(self._takeovers.pop(group_id, ())))
+            for group_id, group in self._to_store.items()
+        ]
         self._to_store.clear()
         return to_store
 
