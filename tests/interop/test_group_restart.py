@@ -1,11 +1,12 @@
 """A consumer group keeps its members through a crash of `kafkalite serve` (kill -9, then a start on the same data):
-each client's consumer carries on with the partitions it had, without a rebalance, and commits with its generation.
-The rebalance listener's calls are counted from the first assignment of every partition (kafka-python may rebalance
-once more at start, see the compatibility guide).
+each client's consumer carries on with the partitions it had, without a rebalance, and commits with its generation
+(its member epoch, with KIP-848). confluent-kafka runs it with both group protocols (classic, and KIP-848's
+`group.protocol=consumer`). The rebalance listener's calls are counted from the first assignment of every partition
+(kafka-python may rebalance once more at start, see the compatibility guide).
 
-The broker stores a group's members and generation in `__consumer_offsets` when the generation completes; the restart
-loads them back (docs/architecture.md, "Consumer groups"). Without that, every member's next heartbeat is refused and
-the client rejoins: its rebalance listener then sees its partitions revoked (or lost) and assigned again.
+The broker stores a group in `__consumer_offsets` (Kafka's records for each protocol) and the restart loads it back
+(docs/architecture.md, "Consumer groups"). Without that, every member's next heartbeat is refused and the client
+rejoins: its rebalance listener then sees its partitions revoked (or lost) and assigned again.
 """
 
 from __future__ import annotations
@@ -40,21 +41,28 @@ def crash_and_restart(broker: ServedBroker, topic: str) -> None:
     produce(broker.bootstrap, topic, "after", 10)
 
 
-def test_confluent_kafka_consumer_keeps_its_partitions_through_a_crash(serve: Serve) -> None:
+PROTOCOL_SETTINGS = {
+    "classic": {"session.timeout.ms": 10_000, "heartbeat.interval.ms": 500},
+    # KIP-848: the broker sets the session and the heartbeat interval (serve's --group-consumer-* flags).
+    "consumer": {"group.protocol": "consumer"},
+}
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_confluent_kafka_consumer_keeps_its_partitions_through_a_crash(serve: Serve, protocol: str) -> None:
     from confluent_kafka import Consumer, KafkaException
 
-    broker = serve("--num-partitions", str(PARTITIONS))
-    topic = "crash-group-confluent"
+    broker = serve("--num-partitions", str(PARTITIONS), "--override", "group.consumer.heartbeat.interval.ms=500")
+    topic = f"crash-group-confluent-{protocol}"
     produce(broker.bootstrap, topic, "before", 10)
     events: list[str] = []
     consumer = Consumer(
         {
             "bootstrap.servers": broker.bootstrap,
-            "group.id": "crash-confluent",
+            "group.id": f"crash-confluent-{protocol}",
             "auto.offset.reset": "earliest",
             "enable.auto.commit": False,
-            "session.timeout.ms": 10_000,
-            "heartbeat.interval.ms": 500,
+            **PROTOCOL_SETTINGS[protocol],
         }
     )
     consumer.subscribe(

@@ -7,6 +7,7 @@ test's thread (inside `poll`), so one ownership table checks that no partition i
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -280,9 +281,11 @@ def test_a_static_member_comes_back_to_its_partitions(served: ThreadedServer) ->
             again.close()
 
 
-def test_a_live_member_rejoins_after_a_broker_restart_and_resumes_from_its_commits(tmp_path: Path) -> None:
-    """Consumer-group state is not persisted (committed offsets are): the member's next heartbeat after the restart
-    gets UNKNOWN_MEMBER_ID, librdkafka rejoins at epoch 0, and consumption resumes from the committed offsets."""
+def test_a_live_member_carries_on_after_a_broker_restart_at_its_epoch(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The group is stored as Kafka's consumer-group records: after the restart the member's heartbeats at its epoch
+    are accepted (no rejoin, no new group epoch), and consumption goes on from where it was, nothing read twice."""
     with run_in_thread(data_dir=tmp_path, **SETTINGS) as first:
         port = first.server.port
         first.call(first.broker.create_topic("k-restart", 2))
@@ -297,8 +300,13 @@ def test_a_live_member_rejoins_after_a_broker_restart_and_resumes_from_its_commi
             if message is not None and message.error() is None:
                 before.append(message.value())
         member.commit(asynchronous=False)
+        epochs = first.call(_epochs(first.broker, "k-restart-g"))
+    caplog.clear()
     try:
-        with run_in_thread(data_dir=tmp_path, port=port, **SETTINGS) as second:
+        with (
+            caplog.at_level(logging.INFO, logger="kafkalite.groups"),
+            run_in_thread(data_dir=tmp_path, port=port, **SETTINGS) as second,
+        ):
             produce(second, "k-restart", 2, 3)
             after: list[tuple[int, int]] = []
             deadline = time.monotonic() + WAIT_S
@@ -313,5 +321,15 @@ def test_a_live_member_rejoins_after_a_broker_restart_and_resumes_from_its_commi
             described = second.broker.groups.describe("k-restart-g")
             assert [m.client_id for m in described.members] == ["survivor"]
             assert sorted(after) == [(p, o) for p in range(2) for o in range(5, 8)], "from the commits, nothing twice"
+            assert second.call(_epochs(second.broker, "k-restart-g")) == epochs
+            assert "Restored 1 consumer groups, 1 of them with members" in caplog.text
+            assert "joined at epoch" not in caplog.text, "the member rejoined"
     finally:
         member.close()
+
+
+async def _epochs(broker: Any, group_id: str) -> tuple[int, list[tuple[str, int]]]:
+    """The group epoch and each member's (id, epoch)."""
+    described = broker.groups.consumer_describe(group_id, {})
+    assert described is not None
+    return described.group_epoch, [(m.member_id, m.member_epoch) for m in described.members]

@@ -34,7 +34,10 @@ failed write (the records are in the log). When the broker closes, `stop_storing
 stores nothing after: a takeover from then on is undone too. At start, the stored groups are restored: one with members
 comes back Stable with them, its members' sessions starting again; an Empty one comes back Empty when it has offsets
 (committed, or in an undecided transaction) and is deleted (a tombstone) when it has none, as Kafka's expiry sweep
-would. KIP-848 consumer groups are kept in memory only: after a restart their members are fenced and join again.
+would. KIP-848 consumer groups are stored too, as Kafka's consumer-group records (`consumer_group_records.py`): after
+every call the groups it may have changed are encoded, what differs from the log is written (tombstones for what is
+gone) through the same queue, and the heartbeat is answered after that write; a failed write is written again at the
+group's next change. At start they are rebuilt and restored.
 
 A group the coordinators do not know but that has committed offsets (a standalone commit, or offsets written before
 groups were stored) is answered here as Kafka would after loading it: listed and described as an Empty "consumer"
@@ -50,8 +53,9 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kafkalite.broker.consumer_group_records import group_records, rebuild, record_group_id
 from kafkalite.broker.offsets import OffsetManager
-from kafkalite.errors import ClosedError
+from kafkalite.errors import ClosedError, CorruptRecordError
 from kafkalite.groups import (
     Assignment,
     CompletedReply,
@@ -83,6 +87,8 @@ from kafkalite.groups.consumer_coordinator import HeartbeatResult as ConsumerHea
 
 logger = logging.getLogger("kafkalite.groups")
 
+_UNKNOWN = object()  # a record whose write failed: the log may or may not hold it
+
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
 
@@ -112,6 +118,7 @@ class GroupService:
         self._store_queue: list[_PendingStore] = []
         self._store_task: asyncio.Task[None] | None = None
         self._undone_takeovers: set[tuple[str, str]] = set()  # (group, member id) whose JoinGroup must fail
+        self._consumer_view: dict[str, dict[bytes, object]] = {}  # KIP-848 group -> its records in the log
         self._storing = True  # until the broker closes: see `stop_storing`
         self._restore()
 
@@ -132,7 +139,27 @@ class GroupService:
         if forgotten:
             logger.info("Deleting %d stored classic groups left Empty without committed offsets", len(forgotten))
             self._queue_store([StoreEntry(group_id, None) for group_id, _ in forgotten], [])
+        self._restore_consumer_groups(now)
         self._settle()
+
+    def _restore_consumer_groups(self, now_ms: int) -> None:
+        """Bring back the KIP-848 groups stored before the restart; one left Empty without offsets is forgotten."""
+        records = self.offsets.consumer_group_records()
+        for key, value in records.items():
+            self._consumer_view.setdefault(record_group_id(key), {})[key] = value
+        try:
+            groups = rebuild(records)
+        except CorruptRecordError as exc:
+            logger.warning("The consumer groups' stored records cannot be read (%s); their members rejoin", exc)
+            groups = {}
+        for group in groups.values():
+            self.consumer.restore(group, now_ms=now_ms)
+            self._forget_if_unused(group.group_id)
+        for group_id in self._consumer_view.keys() - groups.keys():
+            self.consumer.mark_changed(group_id)  # records of no group it could rebuild: tombstoned
+        if groups:
+            active = sum(bool(g.members) for g in groups.values())
+            logger.info("Restored %d consumer groups, %d of them with members", len(groups), active)
 
     async def join(self, group_id: str, member_id: str, **request: Any) -> JoinResult:
         """JoinGroup: wait until the rebalance completes (or fails) and return this member's reply."""
@@ -208,8 +235,8 @@ class GroupService:
                 logger.info("Group %s: member %s left", group_id, member.member_id or member.group_instance_id)
         return result
 
-    def consumer_heartbeat(self, request: ConsumerHeartbeatRequest) -> ConsumerHeartbeatResult:
-        """ConsumerGroupHeartbeat (KIP-848), answered at once."""
+    async def consumer_heartbeat(self, request: ConsumerHeartbeatRequest) -> ConsumerHeartbeatResult:
+        """ConsumerGroupHeartbeat (KIP-848): answered once what it changed in the group is stored."""
         group_id = request.group_id
         classic_state = self.coordinator.describe(group_id).state
         if classic_state != GroupState.DEAD.value:
@@ -221,7 +248,8 @@ class GroupService:
         before = self.consumer.state(group_id)
         assignment_epoch = self.consumer.assignment_epoch(group_id)
         result = self.consumer.heartbeat(request, topics=self._topics(), now_ms=monotonic_ms())
-        self._settle()
+        self._forget_if_unused(group_id)
+        stored = self._settle()
         if self.consumer.assignment_epoch(group_id) > assignment_epoch:  # a new target assignment: a rebalance
             self.rebalances[group_id] = self.rebalances.get(group_id, 0) + 1
         if result.error_code == 0 and request.member_epoch == 0:
@@ -237,10 +265,11 @@ class GroupService:
                 request.member_id,
                 request.instance_id,
             )
-        self._forget_if_unused(group_id)
         after = self.consumer.state(group_id)
         if after is not before:
             logger.debug("Consumer group %s: %s -> %s", group_id, before.value, after.value)
+        if stored is not None:
+            await stored
         return result
 
     def _forget_if_unused(self, group_id: str) -> None:
@@ -440,10 +469,11 @@ class GroupService:
                     entry.group_id, self.coordinator.store_result(entry.group_id, entry.takeovers, stored=False)
                 )
             stores = self.coordinator.take_to_store()  # what an undo queued again
+        changes = self._consumer_changes() if self._storing else []
         replies = self.coordinator.take_completed()
         stored = None
-        if stores or self._store_task is not None:  # replies never overtake a write queued before them
-            stored = self._queue_store(stores, replies)
+        if stores or changes or self._store_task is not None:  # replies never overtake a write queued before them
+            stored = self._queue_store(stores, replies, changes)
         else:
             self._deliver(replies)
         self._arm_timer()
@@ -458,9 +488,36 @@ class GroupService:
     def _note_undone(self, group_id: str, member_ids: list[str]) -> None:
         self._undone_takeovers.update((group_id, member_id) for member_id in member_ids)
 
-    def _queue_store(self, stores: list[StoreEntry], replies: list[tuple[int, CompletedReply]]) -> asyncio.Future[None]:
+    def _consumer_changes(self) -> list[tuple[str, list[tuple[bytes, bytes | None]]]]:
+        """The records to write for the KIP-848 groups the last calls changed: what differs from the log (as it
+        will be once the writes already queued are done), with tombstones for what is gone."""
+        changes = []
+        for group_id, members in self.consumer.take_changed():
+            group = self.consumer.group(group_id)
+            now = group_records(group, members) if group is not None else {}
+            view = self._consumer_view.setdefault(group_id, {})
+            diff: list[tuple[bytes, bytes | None]] = [(k, v) for k, v in now.items() if view.get(k) != v]
+            if members is None:  # the whole group: what it no longer has is tombstoned
+                diff += [(k, None) for k in view if k not in now]
+            for key, value in diff:
+                if value is None:
+                    del view[key]
+                else:
+                    view[key] = value
+            if not view:
+                del self._consumer_view[group_id]
+            if diff:
+                changes.append((group_id, diff))
+        return changes
+
+    def _queue_store(
+        self,
+        stores: list[StoreEntry],
+        replies: list[tuple[int, CompletedReply]],
+        records: list[tuple[str, list[tuple[bytes, bytes | None]]]] | None = None,
+    ) -> asyncio.Future[None]:
         loop = asyncio.get_running_loop()
-        pending = _PendingStore(stores, replies, loop.create_future())
+        pending = _PendingStore(stores, replies, loop.create_future(), records or [])
         self._store_queue.append(pending)
         if self._store_task is None:
             self._store_task = loop.create_task(self._write_stores())
@@ -495,12 +552,32 @@ class GroupService:
                         self._note_undone(group_id, self.coordinator.store_result(group_id, carried, stored=False))
                 if any(group_id in failed for group_id in takeovers):
                     self._settle()  # the forms an undo queued again: written next, after those queued before
+                await self._write_consumer_records([change for pending in batch for change in pending.records])
                 self._release(batch)
                 batch = []
         finally:
             self._store_task = None
             leftover, self._store_queue = batch + self._store_queue, []
             self._release(leftover)  # not empty only when this task failed or was cancelled
+
+    async def _write_consumer_records(self, changes: list[tuple[str, list[tuple[bytes, bytes | None]]]]) -> None:
+        if not changes:
+            return
+        merged: dict[str, list[tuple[bytes, bytes | None]]] = {}
+        for group_id, records in changes:
+            merged.setdefault(group_id, []).extend(records)
+        try:
+            failed = await self.offsets.store_records(merged.items())
+        except Exception as exc:  # a bug: the replies still go out, and this task goes on
+            logger.exception("Storing %d consumer groups failed", len(merged))
+            failed = dict.fromkeys(merged, exc)
+        for group_id, error in failed.items():
+            logger.error(
+                "Could not store consumer group %s (%s): it is written again at its next change", group_id, error
+            )
+            view = self._consumer_view.setdefault(group_id, {})
+            for key, _ in merged[group_id]:
+                view[key] = _UNKNOWN  # not what any record is: the next change writes (or tombstones) it again
 
     def _release(self, batch: list[_PendingStore]) -> None:
         for pending in batch:
@@ -541,3 +618,4 @@ class _PendingStore:
     stores: list[StoreEntry]
     replies: list[tuple[int, CompletedReply]]
     done: asyncio.Future[None]
+    records: list[tuple[str, list[tuple[bytes, bytes | None]]]]  # KIP-848 groups' records, per group

@@ -9,7 +9,9 @@ Records use Kafka's own schemas, so Kafka tooling can read the topic. Offset com
     (strings are int16 length + UTF-8; a null value is a tombstone: the offset was deleted)
 
 Group metadata records (key version 2, `group_records.py`) sit beside them: the last record of each group is kept in
-`stored_groups()` for the group service to restore at start, and `store_groups()` writes new ones.
+`stored_groups()` for the group service to restore at start, and `store_groups()` writes new ones. So do the KIP-848
+consumer groups' records (key versions 3 to 8, `consumer_group_records.py`): `consumer_group_records()` at start,
+`store_records()` after.
 
 The in-memory table is the source of answers; the log is its durable copy, replayed on start (last record per key
 wins). The table changes when a record is appended, in log order; a commit returns once its record is written and,
@@ -34,6 +36,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from kafkalite.broker.consumer_group_records import record_type
 from kafkalite.broker.group_records import decode_group_key, decode_group_value, encode_group_key, encode_group_value
 from kafkalite.broker.log_reader import scan_batches
 from kafkalite.broker.partition import Partition
@@ -117,6 +120,7 @@ class OffsetManager:
         self._table: dict[OffsetKey, CommittedOffset] = {}
         self._pending: dict[int, dict[OffsetKey, CommittedOffset | None]] = {}  # producer id → uncommitted offsets
         self._stored_groups: dict[str, StoredGroup] = {}
+        self._consumer_group_records: dict[bytes, bytes] = {}  # KIP-848 groups' records: key -> latest value
         self._load()
 
     def _load(self) -> None:
@@ -128,6 +132,12 @@ class OffsetManager:
                 continue
             target = self._pending.setdefault(header.producer_id, {}) if header.is_transactional else None
             for record in iter_records(chunk, pos):
+                if record.key is not None and not header.is_transactional and record_type(record.key) is not None:
+                    if record.value is None:
+                        self._consumer_group_records.pop(record.key, None)
+                    else:
+                        self._consumer_group_records[record.key] = record.value
+                    continue
                 if record.key is not None and self._load_group(record.key, record.value, header.is_transactional):
                     continue
                 self._apply(record.key, record.value, target)
@@ -246,6 +256,34 @@ class OffsetManager:
             else:
                 self._stored_groups[group_id] = group
         if written and self._fsync:
+            with contextlib.suppress(KafkaLiteError):
+                await self._partition.log.sync()
+        return failed
+
+    def consumer_group_records(self) -> dict[bytes, bytes]:
+        """The KIP-848 groups' records as loaded at start: each key's latest value (tombstoned keys left out)."""
+        return dict(self._consumer_group_records)
+
+    async def store_records(
+        self, batches: Iterable[tuple[str, list[tuple[bytes, bytes | None]]]]
+    ) -> dict[str, Exception]:
+        """Write records (key, value or None for a tombstone) as one batch per group, then one sync when the broker
+        fsyncs. Returns the groups whose batch was not written, with why (a failed sync is not one: see
+        `store_groups`)."""
+        now = int(time.time() * 1000)
+        failed: dict[str, Exception] = {}
+        wrote = False
+        for group_id, records in batches:
+            if not records:
+                continue
+            try:
+                batch = build_batch([RecordToWrite(value, key) for key, value in records], now_ms=now)
+                await self._partition.append(batch)
+            except KafkaLiteError as exc:
+                failed[group_id] = exc
+                continue
+            wrote = True
+        if wrote and self._fsync:
             with contextlib.suppress(KafkaLiteError):
                 await self._partition.log.sync()
         return failed

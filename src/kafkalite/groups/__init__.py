@@ -27,7 +27,7 @@ from kafkalite.groups.consumer_coordinator import (
     HeartbeatRequest,
     TopicImage,
 )
-from kafkalite.groups.consumer_group import ConsumerGroupState
+from kafkalite.groups.consumer_group import ConsumerGroup, ConsumerGroupState, ConsumerMember, MemberState
 from kafkalite.groups.consumer_protocol import (
     Assignment,
     StickyUserData,
@@ -65,9 +65,11 @@ __all__ = [
     "Assignment",
     "Assignor",
     "CompletedReply",
+    "ConsumerGroup",
     "ConsumerGroupConfig",
     "ConsumerGroupCoordinator",
     "ConsumerGroupState",
+    "ConsumerMember",
     "DescribedConsumerGroup",
     "DescribedMember",
     "ErrorCode",
@@ -85,6 +87,7 @@ __all__ = [
     "LeavingMember",
     "MemberDescription",
     "MemberLeaveResult",
+    "MemberState",
     "MemberSubscription",
     "StickyUserData",
     "StoreEntry",

@@ -31,7 +31,10 @@ Rules of a heartbeat (Kafka's GroupMetadataManager.consumerGroupHeartbeat; one g
 Offsets (KIP-848 turned OffsetCommit's generation into the member epoch): a commit or fetch naming a member must name
 a current member (UNKNOWN_MEMBER_ID) at its current epoch (STALE_MEMBER_EPOCH); OffsetCommit below v9 from a
 consumer-protocol member is UNSUPPORTED_VERSION. A commit without a member (epoch < 0) is allowed while the group
-is Empty. Nothing is persisted here: the broker keeps committed offsets, and members rebuild the rest by rejoining.
+is Empty.
+
+Restarts: the coordinator names the groups a call may have changed (`take_changed`); the driver stores each group
+(`group`) as Kafka's consumer-group records and, at start, hands the stored groups back (`restore`).
 """
 
 from __future__ import annotations
@@ -161,15 +164,75 @@ class ConsumerGroupCoordinator:
         if not self.config.assignors or unknown:
             raise ValueError(f"group.consumer.assignors must name some of {sorted(SERVER_ASSIGNORS)}, not {unknown}")
         self._groups: dict[str, ConsumerGroup] = {}
+        # Groups a call may have changed, for the driver to store: group id -> the member ids whose records may have
+        # changed, or None when the whole group may have (an epoch moved, a member came or went).
+        self._changed: dict[str, set[str] | None] = {}
+
+    # ---- what a restart keeps ------------------------------------------------------------------------------------
+
+    def take_changed(self) -> list[tuple[str, frozenset[str] | None]]:
+        """The groups calls may have changed since the last take, each with the members whose records may have
+        changed, or None for the whole group (the driver stores what did change)."""
+        changed = [(g, None if members is None else frozenset(members)) for g, members in self._changed.items()]
+        self._changed.clear()
+        return changed
+
+    def _mark(self, group_id: str, member_id: str | None = None) -> None:
+        """`group_id` may have changed: only `member_id`'s records, or (None) anything."""
+        if member_id is None:
+            self._changed[group_id] = None
+            return
+        members = self._changed.setdefault(group_id, set())
+        if members is not None:
+            members.add(member_id)
+
+    def mark_changed(self, group_id: str) -> None:
+        """Have the driver look at this group's stored form again (records of a group it could not restore)."""
+        self._mark(group_id)
+
+    def group(self, group_id: str) -> ConsumerGroup | None:
+        """The group itself, for the driver to store; None when there is none (deleted, or never made)."""
+        return self._groups.get(group_id)
+
+    def restore(self, group: ConsumerGroup, *, now_ms: int) -> None:
+        """Put back a group as it was stored (at start, before any request): its members, epochs, target and
+        current assignments. Every member's session starts at `now_ms`, a revocation in progress gets its rebalance
+        timeout again, and what is derived (owners, static members, the assignor) is derived again. A group
+        already known is left as it is."""
+        if group.group_id in self._groups:
+            return
+        for member in group.members.values():
+            member.session_deadline_ms = now_ms + self.config.session_timeout_ms
+            if member.state is MemberState.UNREVOKED_PARTITIONS:
+                member.revocation_deadline_ms = now_ms + member.rebalance_timeout_ms
+            if member.instance_id is not None:
+                group.static_members[member.instance_id] = member.member_id
+            for tp in member.assigned | member.pending_revocation:
+                group.owners[tp] = member.member_id
+        group.assignor_name = self._assignor_for(group)
+        self._groups[group.group_id] = group
 
     # ---- ConsumerGroupHeartbeat ----------------------------------------------------------------------------------
 
     def heartbeat(self, req: HeartbeatRequest, *, topics: TopicImage, now_ms: int) -> HeartbeatResult:
         self.tick(now_ms)
+        group = self._groups.get(req.group_id)
+        before = None if group is None else (group.group_epoch, group.assignment_epoch, list(group.members))
         try:
-            return self._heartbeat(req, topics, now_ms)
+            result = self._heartbeat(req, topics, now_ms)
         except _Refused as refused:
-            return HeartbeatResult(refused.error_code, refused.message, req.member_id or None, 0)
+            result = HeartbeatResult(refused.error_code, refused.message, req.member_id or None, 0)
+        after = self._groups.get(req.group_id)
+        if (
+            after is not None
+            and after is group
+            and before == (group.group_epoch, group.assignment_epoch, list(group.members))
+        ):
+            if result.error_code == 0 and result.member_id:
+                self._mark(req.group_id, result.member_id)  # only this member's records can have changed
+        elif after is not None or group is not None:
+            self._mark(req.group_id)
+        return result
 
     def _heartbeat(self, req: HeartbeatRequest, topics: TopicImage, now_ms: int) -> HeartbeatResult:
         self._check_request(req)
@@ -324,12 +387,16 @@ class ConsumerGroupCoordinator:
         group.subscription_metadata = metadata
         return True
 
-    def _compute_target(self, group: ConsumerGroup, topics: TopicImage) -> None:
+    def _assignor_for(self, group: ConsumerGroup) -> str:
+        """The assignor most members ask for (ties and no preference: the first of `assignors`)."""
         wanted = Counter(m.server_assignor for m in group.members.values() if m.server_assignor is not None)
-        name = self.config.assignors[0]
-        if wanted:
-            most = max(wanted.values())
-            name = next(a for a in self.config.assignors if wanted.get(a) == most)
+        if not wanted:
+            return self.config.assignors[0]
+        most = max(wanted.values())
+        return next(a for a in self.config.assignors if wanted.get(a) == most)
+
+    def _compute_target(self, group: ConsumerGroup, topics: TopicImage) -> None:
+        name = self._assignor_for(group)
         specs = {
             m.member_id: AssignmentSpec(
                 frozenset(topics[n][0] for n in self._subscribed(m, topics)), group.target.get(m.member_id, {})
@@ -377,6 +444,7 @@ class ConsumerGroupCoordinator:
                     group.remove(member.member_id)
                     group.bump_epoch()
                     fenced.append((group.group_id, member.member_id))
+                    self._mark(group.group_id)
         return fenced
 
     # ---- offsets -------------------------------------------------------------------------------------------------
@@ -461,6 +529,7 @@ class ConsumerGroupCoordinator:
         if group.members:
             return ErrorCode.NON_EMPTY_GROUP
         del self._groups[group_id]
+        self._mark(group_id)
         return ErrorCode.NONE
 
     def owned_partitions(self, group_id: str) -> dict[TopicPartition, str]:

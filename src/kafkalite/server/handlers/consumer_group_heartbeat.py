@@ -49,7 +49,7 @@ async def consumer_group_heartbeat(ctx: RequestContext, req: Any) -> Any:
         client_host=ctx.client_host,
         coordinator_generates_member_id=ctx.version == 0,
     )
-    result = ctx.broker.groups.consumer_heartbeat(request)
+    result = await ctx.broker.groups.consumer_heartbeat(request)
     assignment = None
     if result.assignment is not None:
         assignment = ctx.build(

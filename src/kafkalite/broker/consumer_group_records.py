@@ -1,0 +1,236 @@
+"""KIP-848 consumer groups as records of `__consumer_offsets`, in Kafka's own schemas. A key is an int16 record type
+and the key's fields (int16-length strings); a value is an int16 version (0) and the value's fields in the flexible
+encoding (unsigned-varint lengths + 1, 16-byte UUIDs, a tag buffer after each struct):
+
+    3 ConsumerGroupMetadata                 key group        value epoch int32
+    4 ConsumerGroupPartitionMetadata        key group        value [topic_id uuid, topic_name, num_partitions int32,
+                                                                    partition_metadata []] (the subscribed topics)
+    5 ConsumerGroupMemberMetadata           key group member value instance_id?, rack_id?, client_id, client_host,
+                                                                   [subscribed_topic_names], subscribed_topic_regex?,
+                                                                   rebalance_timeout_ms int32, server_assignor?
+    6 ConsumerGroupTargetAssignmentMetadata key group        value assignment_epoch int32
+    7 ConsumerGroupTargetAssignmentMember   key group member value [topic_id uuid, [partitions int32]]
+    8 ConsumerGroupCurrentMemberAssignment  key group member value member_epoch int32, previous_member_epoch int32,
+                                                                   state int8, [assigned], [pending revocation]
+    (? = nullable; a null value is a tombstone: the record's group or member is gone)
+
+`group_records` gives every record of one group as Kafka would have written it last; the group service writes the
+difference from what the log holds. `rebuild` turns the latest record of every key back into groups. Tagged fields
+this broker does not write (the metadata hash, classic member metadata) are skipped when read.
+"""
+
+from __future__ import annotations
+
+import struct
+import uuid
+from collections.abc import Iterable, Mapping
+
+from kafkalite.broker.schema_reader import SchemaReader
+from kafkalite.errors import CorruptRecordError
+from kafkalite.groups import ConsumerGroup, ConsumerMember, MemberState
+from kafkalite.protocol.wire import encode_unsigned_varint
+
+METADATA, PARTITION_METADATA, MEMBER_METADATA, TARGET_METADATA, TARGET_MEMBER, CURRENT_MEMBER = 3, 4, 5, 6, 7, 8
+RECORD_TYPES = frozenset(range(METADATA, CURRENT_MEMBER + 1))
+_VALUE_VERSION = 0
+_STATE_CODES = {MemberState.STABLE: 0, MemberState.UNREVOKED_PARTITIONS: 1, MemberState.UNRELEASED_PARTITIONS: 2}
+_STATES = {code: state for state, code in _STATE_CODES.items()}
+
+Records = dict[bytes, bytes]
+"""Key bytes → value bytes."""
+
+
+def record_type(key: bytes) -> int | None:
+    """The record type of a `__consumer_offsets` key when it is one of a consumer group's, else None."""
+    if len(key) < 2:
+        return None
+    (kind,) = struct.unpack_from(">h", key, 0)
+    return kind if kind in RECORD_TYPES else None
+
+
+def group_records(group: ConsumerGroup, members: Iterable[str] | None = None) -> Records:
+    """The records of `group` as of now: every one, or (`members` given) the group's own three and those of the
+    named members that are in it."""
+    gid = _string(group.group_id)
+    records = {
+        _key(METADATA, gid): _value(struct.pack(">i", group.group_epoch)),
+        _key(PARTITION_METADATA, gid): _value(
+            _array(
+                topic_id.bytes + _compact(name) + struct.pack(">i", count) + _array([]) + b"\x00"
+                for name, (topic_id, count) in sorted(group.subscription_metadata.items())
+            )
+        ),
+        _key(TARGET_METADATA, gid): _value(struct.pack(">i", group.assignment_epoch)),
+    }
+    chosen = group.members.values() if members is None else [group.members[m] for m in members if m in group.members]
+    for member in chosen:
+        mid = _string(member.member_id)
+        records[_key(MEMBER_METADATA, gid, mid)] = _value(
+            _compact(member.instance_id)
+            + _compact(member.rack_id)
+            + _compact(member.client_id)
+            + _compact(member.client_host)
+            + _array(_compact(name) for name in member.subscribed_topic_names)
+            + _compact(member.subscribed_topic_regex)
+            + struct.pack(">i", member.rebalance_timeout_ms)
+            + _compact(member.server_assignor)
+        )
+        target = group.target.get(member.member_id)
+        if target is not None:
+            records[_key(TARGET_MEMBER, gid, mid)] = _value(_partitions(target.items()))
+        records[_key(CURRENT_MEMBER, gid, mid)] = _value(
+            struct.pack(">iib", member.member_epoch, member.previous_member_epoch, _STATE_CODES[member.state])
+            + _partitions(_by_topic(member.assigned))
+            + _partitions(_by_topic(member.pending_revocation))
+        )
+    return records
+
+
+def record_group_id(key: bytes) -> str:
+    """The group id of a consumer-group record's key."""
+    reader = SchemaReader(key, "consumer group key")
+    reader.unpack(">h")
+    return reader.string()
+
+
+def rebuild(records: Mapping[bytes, bytes]) -> dict[str, ConsumerGroup]:
+    """The groups the latest records describe (each key's last value; tombstones already dropped). A group needs its
+    metadata record, a member its member metadata; anything else found alone is left out."""
+    groups: dict[str, ConsumerGroup] = {}
+    members: dict[tuple[str, str], ConsumerMember] = {}
+    rest: list[tuple[int, str, str, SchemaReader]] = []
+    for key, value in records.items():
+        kind = record_type(key)
+        if kind is None:
+            continue
+        key_reader = SchemaReader(key, "consumer group key")
+        key_reader.unpack(">h")
+        group_id = key_reader.string()
+        member_id = key_reader.string() if kind in (MEMBER_METADATA, TARGET_MEMBER, CURRENT_MEMBER) else ""
+        reader = SchemaReader(value, "consumer group")
+        (version,) = reader.unpack(">h")
+        if version != _VALUE_VERSION:
+            raise CorruptRecordError(f"consumer group record type {kind} version {version} is not supported")
+        if kind == METADATA:
+            (epoch,) = reader.unpack(">i")
+            groups[group_id] = ConsumerGroup(group_id, group_epoch=epoch)
+        elif kind == MEMBER_METADATA:
+            members[group_id, member_id] = ConsumerMember(
+                member_id=member_id,
+                instance_id=_nullable(reader),
+                rack_id=_nullable(reader),
+                client_id=reader.compact_string(),
+                client_host=reader.compact_string(),
+                subscribed_topic_names=tuple(reader.compact_string() for _ in range(_count(reader))),
+                subscribed_topic_regex=_nullable(reader),
+                rebalance_timeout_ms=reader.unpack(">i")[0],
+                server_assignor=_nullable(reader),
+            )
+        else:
+            rest.append((kind, group_id, member_id, reader))
+    for (group_id, _), member in members.items():
+        if group_id in groups:
+            groups[group_id].add(member)
+    for kind, group_id, member_id, reader in rest:
+        group = groups.get(group_id)
+        if group is None:
+            continue
+        if kind == PARTITION_METADATA:
+            topics = {}
+            for _ in range(_count(reader)):
+                topic_id = uuid.UUID(bytes=reader.take(16))
+                name = reader.compact_string()
+                (count,) = reader.unpack(">i")
+                for _ in range(_count(reader)):  # partition metadata (racks): not used here
+                    reader.unpack(">i")
+                    for _ in range(_count(reader)):
+                        reader.compact_string()
+                    reader.tags()
+                reader.tags()
+                topics[name] = (topic_id, count)
+            group.subscription_metadata = topics
+        elif kind == TARGET_METADATA:
+            (group.assignment_epoch,) = reader.unpack(">i")
+        elif member_id in group.members:
+            if kind == TARGET_MEMBER:
+                group.target[member_id] = {t: frozenset(ps) for t, ps in _read_partitions(reader)}
+            else:
+                member = group.members[member_id]
+                member.member_epoch, member.previous_member_epoch, state = reader.unpack(">iib")
+                member.state = _STATES.get(state, MemberState.UNRELEASED_PARTITIONS)
+                member.assigned = {(t, p) for t, ps in _read_partitions(reader) for p in ps}
+                member.pending_revocation = {(t, p) for t, ps in _read_partitions(reader) for p in ps}
+    return groups
+
+
+def _key(kind: int, *fields: bytes) -> bytes:
+    return struct.pack(">h", kind) + b"".join(fields)
+
+
+def _value(body: bytes) -> bytes:
+    return struct.pack(">h", _VALUE_VERSION) + body + b"\x00"  # the value's (empty) tag buffer
+
+
+def _string(text: str) -> bytes:
+    data = text.encode()
+    return struct.pack(">h", len(data)) + data
+
+
+def _compact(text: str | None) -> bytes:
+    if text is None:
+        return b"\x00"
+    data = text.encode()
+    return encode_unsigned_varint(len(data) + 1) + data
+
+
+def _array(items: Iterable[bytes]) -> bytes:
+    parts = list(items)
+    return encode_unsigned_varint(len(parts) + 1) + b"".join(parts)
+
+
+def _by_topic(partitions: Iterable[tuple[uuid.UUID, int]]) -> list[tuple[uuid.UUID, Iterable[int]]]:
+    topics: dict[uuid.UUID, list[int]] = {}
+    for topic_id, partition in partitions:
+        topics.setdefault(topic_id, []).append(partition)
+    return list(topics.items())
+
+
+def _partitions(topics: Iterable[tuple[uuid.UUID, Iterable[int]]]) -> bytes:
+    """[topic_id uuid, [partitions int32]] with a tag buffer per topic, sorted for a stable encoding."""
+    entries = []
+    for topic_id, partitions in sorted(topics, key=lambda item: item[0].bytes):
+        ordered = sorted(partitions)
+        entries.append(
+            topic_id.bytes
+            + encode_unsigned_varint(len(ordered) + 1)
+            + struct.pack(f">{len(ordered)}i", *ordered)
+            + b"\x00"
+        )
+    return _array(entries)
+
+
+def _count(reader: SchemaReader) -> int:
+    count = reader.uvarint() - 1
+    if count < 0:
+        raise CorruptRecordError("a null array where a consumer group record needs one")
+    return count
+
+
+def _nullable(reader: SchemaReader) -> str | None:
+    length = reader.uvarint() - 1
+    if length < 0:
+        return None
+    try:
+        return reader.take(length).decode()
+    except UnicodeDecodeError as exc:
+        raise CorruptRecordError(f"consumer group string is not UTF-8: {exc}") from None
+
+
+def _read_partitions(reader: SchemaReader) -> list[tuple[uuid.UUID, list[int]]]:
+    topics = []
+    for _ in range(_count(reader)):
+        topic_id = uuid.UUID(bytes=reader.take(16))
+        count = _count(reader)
+        topics.append((topic_id, list(reader.unpack(f">{count}i"))))
+        reader.tags()
+    return topics

@@ -1,0 +1,152 @@
+"""KIP-848 consumer groups across a restart of the file engine: members carry on at their epochs, a heartbeat is
+answered once what it changed is written, members that leave and groups that empty leave no record behind, and a
+failed write is written again at the group's next change. Heartbeats go through the broker's group service, as the
+ConsumerGroupHeartbeat handler sends them."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import kafkalite
+from kafkalite.broker import OffsetManager
+from kafkalite.broker.consumer_group_records import record_group_id
+from kafkalite.errors import StorageError
+from kafkalite.groups import HeartbeatRequest
+from kafkalite.groups.consumer_coordinator import HeartbeatResult
+
+from .harness import BrokerFactory
+
+GROUP = "kip848"
+TOPIC = "orders"
+
+
+@pytest.fixture
+async def files(tmp_path: Path) -> AsyncIterator[BrokerFactory]:
+    factory = BrokerFactory("file", tmp_path)
+    yield factory
+    await factory.close_all()
+
+
+class Member:
+    """A client as librdkafka behaves: it holds what it is given and reports it."""
+
+    def __init__(self, member_id: str) -> None:
+        self.member_id, self.epoch = member_id, 0
+        self.held: dict[uuid.UUID, tuple[int, ...]] = {}
+
+    async def beat(self, broker: kafkalite.Broker, **fields: Any) -> HeartbeatResult:
+        if self.epoch == 0:
+            fields = {"rebalance_timeout_ms": 10_000, "subscribed_topic_names": (TOPIC,), "owned": (), **fields}
+        else:
+            fields = {"owned": tuple(self.held.items()), **fields}
+        result = await broker.groups.consumer_heartbeat(HeartbeatRequest(GROUP, self.member_id, self.epoch, **fields))
+        if result.error_code == 0:
+            self.epoch = result.member_epoch
+            if result.assignment is not None:
+                self.held = {t: tuple(sorted(ps)) for t, ps in result.assignment.items()}
+        return result
+
+
+async def settled(broker: kafkalite.Broker, members: list[Member]) -> None:
+    for _ in range(6):
+        for member in members:
+            assert (await member.beat(broker)).error_code == 0
+
+
+def stored_groups(broker: kafkalite.Broker) -> set[str]:
+    return {record_group_id(key) for key in broker.offsets.consumer_group_records()}
+
+
+def snapshot(broker: kafkalite.Broker) -> tuple[int, int, list[tuple[str, int, Any]]]:
+    """Group epoch, assignment epoch, and each member's id, epoch and assignment."""
+    described = broker.groups.consumer_describe(GROUP, {broker.topic(TOPIC).topic_id: TOPIC})
+    assert described is not None
+    members = sorted((m.member_id, m.member_epoch, sorted(m.assignment.items())) for m in described.members)
+    assert all(assignment for _, _, assignment in members)
+    return described.group_epoch, described.assignment_epoch, members
+
+
+async def test_members_carry_on_at_their_epochs_after_a_restart(files: BrokerFactory) -> None:
+    async with files() as broker:
+        await broker.create_topic(TOPIC, partitions=4)
+        members = [Member("m1"), Member("m2")]
+        await settled(broker, members)
+        before = snapshot(broker)
+    async with files() as broker:
+        assert snapshot(broker) == before
+        for member in members:
+            result = await member.beat(broker)
+            assert (result.error_code, result.member_epoch) == (0, before[2][0][1])
+        assert snapshot(broker) == before  # no new group epoch, nothing moved
+
+
+async def test_members_that_leave_and_groups_that_empty_leave_no_record(files: BrokerFactory) -> None:
+    async with files() as broker:
+        await broker.create_topic(TOPIC, partitions=2)
+        members = [Member("m1"), Member("m2")]
+        await settled(broker, members)
+        leave = HeartbeatRequest(GROUP, "m2", -1)
+        assert (await broker.groups.consumer_heartbeat(leave)).error_code == 0
+        await settled(broker, members[:1])
+    async with files() as broker:
+        described = broker.groups.consumer_describe(GROUP, {})
+        assert described is not None
+        assert [m.member_id for m in described.members] == ["m1"]
+        assert all(b"m2" not in key for key in broker.offsets.consumer_group_records())
+        assert (await broker.groups.consumer_heartbeat(HeartbeatRequest(GROUP, "m1", -1))).error_code == 0
+    async with files() as broker:  # Empty without committed offsets: forgotten, every record tombstoned
+        assert broker.groups.consumer_describe(GROUP, {}) is None
+        assert stored_groups(broker) == set()
+
+
+async def test_a_heartbeat_is_answered_once_its_change_is_written(
+    files: BrokerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gate = asyncio.Event()
+    store = OffsetManager.store_records
+
+    async def held(self: OffsetManager, batches: Any) -> dict[str, Exception]:
+        await gate.wait()
+        return await store(self, batches)
+
+    async with files() as broker:
+        await broker.create_topic(TOPIC, partitions=2)
+        monkeypatch.setattr(OffsetManager, "store_records", held)
+        joining = asyncio.create_task(Member("m1").beat(broker))
+        await asyncio.sleep(0.05)
+        assert not joining.done()
+        gate.set()
+        assert (await joining).error_code == 0
+
+
+async def test_a_failed_write_is_written_again_at_the_next_change(
+    files: BrokerFactory, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = OffsetManager.store_records
+    failures = [StorageError("No space left on device")]
+
+    async def flaky(self: OffsetManager, batches: Any) -> dict[str, Exception]:
+        if failures:
+            return {group_id: failures.pop() for group_id, _ in batches}
+        return await store(self, batches)
+
+    async with files() as broker:
+        await broker.create_topic(TOPIC, partitions=2)
+        monkeypatch.setattr(OffsetManager, "store_records", flaky)
+        member = Member("m1")
+        with caplog.at_level(logging.ERROR, logger="kafkalite.groups"):
+            assert (await member.beat(broker)).error_code == 0  # answered: the group carries on in memory
+        assert "Could not store consumer group kip848 (No space left on device)" in caplog.text
+        await settled(broker, [member])  # the next heartbeats write what the failed one did not
+    async with files() as broker:
+        assert (await member.beat(broker)).error_code == 0
+        described = broker.groups.consumer_describe(GROUP, {})
+        assert described is not None
+        assert [m.member_id for m in described.members] == ["m1"]
