@@ -13,6 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import kafkalite
 
 ENGINES = ["memory", "file"]
@@ -65,3 +67,17 @@ async def consume(c: kafkalite.Consumer, count: int, timeout: float = TIMEOUT_S)
         while len(out) < count:
             out.extend(await c.getmany(max_records=count - len(out)))
     return out
+
+
+def hold_back(monkeypatch: pytest.MonkeyPatch, cls: type, name: str) -> asyncio.Event:
+    """Make the async method `cls.name` wait until the returned event is set, then do what it did: a write held
+    back, to see what waits for it."""
+    gate = asyncio.Event()
+    original = getattr(cls, name)
+
+    async def held(self: Any, *args: Any, **kwargs: Any) -> Any:
+        await gate.wait()
+        return await original(self, *args, **kwargs)
+
+    monkeypatch.setattr(cls, name, held)
+    return gate

@@ -21,7 +21,7 @@ from kafkalite.errors import StorageError
 from kafkalite.groups import HeartbeatRequest
 from kafkalite.groups.consumer_coordinator import HeartbeatResult
 
-from .harness import BrokerFactory
+from .harness import BrokerFactory, hold_back
 
 GROUP = "kip848"
 TOPIC = "orders"
@@ -109,16 +109,9 @@ async def test_members_that_leave_and_groups_that_empty_leave_no_record(files: B
 async def test_a_heartbeat_is_answered_once_its_change_is_written(
     files: BrokerFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    gate = asyncio.Event()
-    store = OffsetManager.store_records
-
-    async def held(self: OffsetManager, batches: Any) -> dict[str, Exception]:
-        await gate.wait()
-        return await store(self, batches)
-
     async with files() as broker:
         await broker.create_topic(TOPIC, partitions=2)
-        monkeypatch.setattr(OffsetManager, "store_records", held)
+        gate = hold_back(monkeypatch, OffsetManager, "store_records")
         joining = asyncio.create_task(Member("m1").beat(broker))
         await asyncio.sleep(0.05)
         assert not joining.done()

@@ -18,7 +18,7 @@ from kafkalite.broker import OFFSETS_TOPIC, OffsetManager
 from kafkalite.broker.log_reader import scan_records
 from kafkalite.groups import ErrorCode, JoinResult, LeavingMember, StoredGroup
 
-from .harness import BrokerFactory
+from .harness import BrokerFactory, hold_back
 
 GROUP = "billing"
 TOPIC = "orders"
@@ -261,13 +261,6 @@ async def test_the_broker_closes_cleanly_while_a_group_write_fails(
 async def test_deleting_a_group_keeps_offsets_committed_while_its_tombstone_is_written(
     files: BrokerFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    gate = asyncio.Event()
-    store = OffsetManager.store_groups
-
-    async def slow(self: OffsetManager, entries: Any) -> dict[str, Exception]:
-        await gate.wait()
-        return await store(self, entries)
-
     async with files() as broker:
         await broker.create_topic(TOPIC)
         joined = await synced_alone(broker, GROUP)
@@ -277,7 +270,7 @@ async def test_deleting_a_group_keeps_offsets_committed_while_its_tombstone_is_w
         )
         broker.groups.leave(GROUP, [LeavingMember(joined.member_id)])
         await broker.groups.wait_stored()
-        monkeypatch.setattr(OffsetManager, "store_groups", slow)
+        gate = hold_back(monkeypatch, OffsetManager, "store_groups")
         deleting = asyncio.create_task(broker.groups.delete_group(GROUP))
         await asyncio.sleep(0.01)
         # A standalone commit after the delete: it belongs to the group that exists from now on.
@@ -293,16 +286,9 @@ async def test_replies_wait_for_a_group_write_already_under_way(
     files: BrokerFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A reply completed while a group's record is being written goes out after that write, never before it."""
-    gate = asyncio.Event()
-    store = OffsetManager.store_groups
-
-    async def slow(self: OffsetManager, entries: Any) -> dict[str, Exception]:
-        await gate.wait()
-        return await store(self, entries)
-
     async with files() as broker:
         first = await join(broker)  # GROUP, generation 1
-        monkeypatch.setattr(OffsetManager, "store_groups", slow)
+        gate = hold_back(monkeypatch, OffsetManager, "store_groups")
         leader_sync = asyncio.create_task(
             broker.groups.sync(GROUP, first.member_id, 1, assignments={first.member_id: b"a"})
         )
@@ -325,16 +311,9 @@ async def test_a_takeover_is_undone_only_by_the_failure_of_the_write_that_carrie
 ) -> None:
     """Two writes of one group in a row: the generation's (written) and then a static takeover's (too large). Only
     the second one's failure undoes the takeover, and a restart finds what the broker answered."""
-    gate = asyncio.Event()
-    store = OffsetManager.store_groups
-
-    async def held(self: OffsetManager, entries: Any) -> dict[str, Exception]:
-        await gate.wait()
-        return await store(self, entries)
-
     async with files() as broker:
         first = await join(broker, group_instance_id="i-1")
-        monkeypatch.setattr(OffsetManager, "store_groups", held)
+        gate = hold_back(monkeypatch, OffsetManager, "store_groups")
         sync = broker.groups.sync(GROUP, first.member_id, first.generation_id, assignments={first.member_id: b"a"})
         synced = asyncio.create_task(sync)
         await asyncio.sleep(0.01)  # the generation's write is under way (held)
