@@ -8,8 +8,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,13 +23,6 @@ from .harness import BrokerFactory, hold_back
 
 GROUP = "kip848"
 TOPIC = "orders"
-
-
-@pytest.fixture
-async def files(tmp_path: Path) -> AsyncIterator[BrokerFactory]:
-    factory = BrokerFactory("file", tmp_path)
-    yield factory
-    await factory.close_all()
 
 
 class Member:

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,13 +21,6 @@ from .harness import BrokerFactory, hold_back
 GROUP = "billing"
 TOPIC = "orders"
 PROTOCOLS = [("range", b"subscription")]
-
-
-@pytest.fixture
-async def files(tmp_path: Path) -> AsyncIterator[BrokerFactory]:
-    factory = BrokerFactory("file", tmp_path)
-    yield factory
-    await factory.close_all()
 
 
 async def join(broker: kafkalite.Broker, member_id: str = "", *, group: str = GROUP, **request: Any) -> JoinResult:

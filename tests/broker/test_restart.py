@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
@@ -18,13 +16,6 @@ from kafkalite.protocol.records import RecordToWrite, build_batch
 from .harness import BrokerFactory, consume, consumer
 
 TOPIC = "orders"
-
-
-@pytest.fixture
-async def files(tmp_path: Path) -> AsyncIterator[BrokerFactory]:
-    factory = BrokerFactory("file", tmp_path)
-    yield factory
-    await factory.close_all()
 
 
 async def test_restart_keeps_topics_configs_messages_and_committed_offsets(files: BrokerFactory) -> None:
