@@ -13,11 +13,12 @@ from typing import Any
 import pytest
 
 import kafkalite
-from kafkalite.broker import OffsetManager
+from kafkalite.broker import OFFSETS_TOPIC, OffsetManager
 from kafkalite.broker.consumer_group_records import record_group_id
 from kafkalite.errors import StorageError
 from kafkalite.groups import HeartbeatRequest
 from kafkalite.groups.consumer_coordinator import HeartbeatResult
+from kafkalite.protocol.records import RecordToWrite, build_batch
 
 from .harness import BrokerFactory, hold_back
 
@@ -134,3 +135,48 @@ async def test_a_failed_write_is_written_again_at_the_next_change(
         described = broker.groups.consumer_describe(GROUP, {})
         assert described is not None
         assert [m.member_id for m in described.members] == ["m1"]
+
+
+async def test_a_record_that_cannot_be_read_loses_its_group_alone_and_the_broker_starts(
+    files: BrokerFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with files() as broker:
+        await broker.create_topic(TOPIC, partitions=2)
+        member = Member("m1")
+        await settled(broker, [member])
+        junk = [RecordToWrite(b"", b"\x00\x03\x00"), RecordToWrite(b"\x00\x07junk", b"\x00\x03\x00\x05other")]
+        await broker.partition(OFFSETS_TOPIC, 0).append(build_batch(junk, now_ms=0))
+    with caplog.at_level(logging.WARNING, logger="kafkalite.groups"):
+        async with files() as broker:
+            assert (await member.beat(broker)).error_code == 0  # its group came back
+            assert "Consumer group other: its stored records cannot be read" in caplog.text
+
+
+async def test_a_failed_tombstone_is_written_again_by_a_later_heartbeat_of_another_member(
+    files: BrokerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = OffsetManager.store_records
+    fail_next: list[bool] = []
+
+    async def flaky(self: OffsetManager, batches: Any) -> dict[str, Exception]:
+        if fail_next:
+            fail_next.pop()
+            return {group_id: StorageError("I/O error") for group_id, _ in batches}
+        return await store(self, batches)
+
+    async with files() as broker:
+        await broker.create_topic(TOPIC, partitions=2)
+        members = [Member("m1"), Member("m2")]
+        await settled(broker, members)
+        monkeypatch.setattr(OffsetManager, "store_records", flaky)
+        fail_next.extend([True, True])  # the leave, and the new target the next heartbeat computes
+        assert (await broker.groups.consumer_heartbeat(HeartbeatRequest(GROUP, "m2", -1))).error_code == 0
+        assert (await members[0].beat(broker)).error_code == 0
+        assert not fail_next
+        # The heartbeats of the one left change its own records only, yet look at the whole group again.
+        await settled(broker, members[:1])
+    async with files() as broker:
+        described = broker.groups.consumer_describe(GROUP, {})
+        assert described is not None
+        assert [m.member_id for m in described.members] == ["m1"]
+        assert all(b"m2" not in key for key in broker.offsets.consumer_group_records())

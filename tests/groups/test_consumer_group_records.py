@@ -42,7 +42,7 @@ def test_a_group_rebuilt_from_its_records_is_the_same_group() -> None:
     h, _ = mid_rebalance()
     group = group_of(h)
     assert any(m.state is MemberState.UNREVOKED_PARTITIONS for m in group.members.values())
-    [rebuilt] = rebuild(group_records(group)).values()
+    [rebuilt] = rebuild(group_records(group))[0].values()
     assert (rebuilt.group_id, rebuilt.group_epoch, rebuilt.assignment_epoch) == (
         GROUP,
         group.group_epoch,
@@ -100,7 +100,7 @@ def test_records_are_laid_out_as_kafkas_schemas() -> None:
 def test_a_coordinator_given_the_group_back_goes_on_where_it_was() -> None:
     h, clients = mid_rebalance()
     before = group_of(h)
-    [rebuilt] = rebuild(group_records(before)).values()
+    [rebuilt] = rebuild(group_records(before))[0].values()
     restarted = Harness()
     restarted.now = 50_000
     restarted.coordinator.restore(rebuilt, now_ms=restarted.now)
@@ -123,7 +123,7 @@ def test_a_coordinator_given_the_group_back_goes_on_where_it_was() -> None:
 
 def test_a_revocation_under_way_gets_its_timeout_again() -> None:
     h, _ = mid_rebalance()
-    [rebuilt] = rebuild(group_records(group_of(h))).values()
+    [rebuilt] = rebuild(group_records(group_of(h)))[0].values()
     coordinator = ConsumerGroupCoordinator(ConsumerGroupConfig(session_timeout_ms=SESSION_MS))
     coordinator.restore(rebuilt, now_ms=7_000)
     revoking = [m for m in rebuilt.members.values() if m.state is MemberState.UNREVOKED_PARTITIONS]
@@ -137,9 +137,9 @@ def test_records_of_a_member_or_group_alone_are_left_out() -> None:
     h.join("m1")
     records = group_records(group_of(h))
     without_group = {k: v for k, v in records.items() if record_type(k) != METADATA}
-    assert rebuild(without_group) == {}
+    assert rebuild(without_group) == ({}, {})
     without_member = {k: v for k, v in records.items() if record_type(k) != MEMBER_METADATA}
-    [group] = rebuild(without_member).values()
+    [group] = rebuild(without_member)[0].values()
     assert group.members == {}
     other = uuid.uuid4()
     assert other not in group.subscription_metadata
@@ -161,3 +161,31 @@ def test_the_coordinator_names_what_a_call_may_have_changed() -> None:
     assert h.coordinator.take_changed() == []
     h.coordinator.heartbeat(HeartbeatRequest("other", "x", 5), topics=h.topics, now_ms=h.now)
     assert h.coordinator.take_changed() == []  # no such group: nothing to store
+
+
+def test_a_record_that_cannot_be_read_drops_its_group_alone() -> None:
+    h = Harness()
+    h.join("m1")
+    good = group_records(group_of(h))
+    other = Harness()
+    other.coordinator.heartbeat(
+        HeartbeatRequest("other", "x", 0, rebalance_timeout_ms=5000, subscribed_topic_names=("a",), owned=()),
+        topics=other.topics,
+        now_ms=0,
+    )
+    bad = group_records(other.coordinator.group("other"))  # type: ignore[arg-type]
+    metadata_key = next(k for k in bad if record_type(k) == METADATA)
+    bad[metadata_key] = b"\x00\x01" + bad[metadata_key][2:]  # value version 1: not one this broker reads
+    bad[b"\x00\x05\x00"] = b""  # a member key cut short
+    groups, unreadable = rebuild({**good, **bad})
+    assert list(groups) == [GROUP]
+    assert unreadable["other"] == "consumer group record type 3 version 1 is not supported"
+    assert "ends at byte 3" in unreadable["000500"]
+
+
+def test_ids_longer_than_a_stored_key_can_hold_are_refused() -> None:
+    h = Harness()
+    result = h.heartbeat("m" * 40_000, 0, rebalance_timeout_ms=5000, subscribed_topic_names=("a",), owned=())
+    assert result.error_code == 42  # INVALID_REQUEST
+    assert result.error_message == "GroupId and MemberId can't be longer than 32767 bytes."
+    assert h.coordinator.group(GROUP) is None

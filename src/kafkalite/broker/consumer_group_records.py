@@ -86,36 +86,67 @@ def group_records(group: ConsumerGroup, members: Iterable[str] | None = None) ->
     return records
 
 
-def record_group_id(key: bytes) -> str:
-    """The group id of a consumer-group record's key."""
-    reader = SchemaReader(key, "consumer group key")
-    reader.unpack(">h")
-    return reader.string()
+def record_group_id(key: bytes) -> str | None:
+    """The group id of a consumer-group record's key; None when the key cannot be read."""
+    try:
+        return _key_fields(key)[1]
+    except CorruptRecordError:
+        return None
 
 
-def rebuild(records: Mapping[bytes, bytes]) -> dict[str, ConsumerGroup]:
-    """The groups the latest records describe (each key's last value; tombstones already dropped). A group needs its
-    metadata record, a member its member metadata; anything else found alone is left out."""
-    groups: dict[str, ConsumerGroup] = {}
-    members: dict[tuple[str, str], ConsumerMember] = {}
-    rest: list[tuple[int, str, str, SchemaReader]] = []
+def rebuild(records: Mapping[bytes, bytes]) -> tuple[dict[str, ConsumerGroup], dict[str, str]]:
+    """The groups the latest records describe (each key's last value; tombstones already dropped), and what could
+    not be read: group id (or, for a key that cannot be read, the key's first bytes) -> why. A record that cannot be
+    read drops its group alone. A group needs its metadata record, a member its member metadata; anything else found
+    alone is left out."""
+    by_group: dict[str, list[tuple[int, str, bytes]]] = {}
+    unreadable: dict[str, str] = {}
     for key, value in records.items():
-        kind = record_type(key)
-        if kind is None:
+        if record_type(key) is None:
             continue
-        key_reader = SchemaReader(key, "consumer group key")
-        key_reader.unpack(">h")
-        group_id = key_reader.string()
-        member_id = key_reader.string() if kind in (MEMBER_METADATA, TARGET_MEMBER, CURRENT_MEMBER) else ""
+        try:
+            kind, group_id, member_id = _key_fields(key)
+        except CorruptRecordError as exc:
+            unreadable[key[:40].hex()] = str(exc)
+            continue
+        by_group.setdefault(group_id, []).append((kind, member_id, value))
+    groups: dict[str, ConsumerGroup] = {}
+    for group_id, entries in by_group.items():
+        try:
+            group = _rebuild_group(group_id, entries)
+        except CorruptRecordError as exc:
+            unreadable[group_id] = str(exc)
+            continue
+        if group is not None:
+            groups[group_id] = group
+    return groups, unreadable
+
+
+def _key_fields(key: bytes) -> tuple[int, str, str]:
+    """(record type, group id, member id or "") of a consumer-group record's key."""
+    reader = SchemaReader(key, "consumer group key")
+    (kind,) = reader.unpack(">h")
+    group_id = reader.string()
+    member_id = reader.string() if kind in (MEMBER_METADATA, TARGET_MEMBER, CURRENT_MEMBER) else ""
+    if not reader.at_end():
+        raise CorruptRecordError(f"consumer group key has {len(key) - reader.pos} bytes after its fields")
+    return kind, group_id, member_id
+
+
+def _rebuild_group(group_id: str, entries: list[tuple[int, str, bytes]]) -> ConsumerGroup | None:
+    group: ConsumerGroup | None = None
+    members: dict[str, ConsumerMember] = {}
+    rest: list[tuple[int, str, SchemaReader]] = []
+    for kind, member_id, value in entries:
         reader = SchemaReader(value, "consumer group")
         (version,) = reader.unpack(">h")
         if version != _VALUE_VERSION:
             raise CorruptRecordError(f"consumer group record type {kind} version {version} is not supported")
         if kind == METADATA:
             (epoch,) = reader.unpack(">i")
-            groups[group_id] = ConsumerGroup(group_id, group_epoch=epoch)
+            group = ConsumerGroup(group_id, group_epoch=epoch)
         elif kind == MEMBER_METADATA:
-            members[group_id, member_id] = ConsumerMember(
+            members[member_id] = ConsumerMember(
                 member_id=member_id,
                 instance_id=_nullable(reader),
                 rack_id=_nullable(reader),
@@ -127,14 +158,12 @@ def rebuild(records: Mapping[bytes, bytes]) -> dict[str, ConsumerGroup]:
                 server_assignor=_nullable(reader),
             )
         else:
-            rest.append((kind, group_id, member_id, reader))
-    for (group_id, _), member in members.items():
-        if group_id in groups:
-            groups[group_id].add(member)
-    for kind, group_id, member_id, reader in rest:
-        group = groups.get(group_id)
-        if group is None:
-            continue
+            rest.append((kind, member_id, reader))
+    if group is None:
+        return None
+    for member in members.values():
+        group.add(member)
+    for kind, member_id, reader in rest:
         if kind == PARTITION_METADATA:
             topics = {}
             for _ in range(_count(reader)):
@@ -157,10 +186,12 @@ def rebuild(records: Mapping[bytes, bytes]) -> dict[str, ConsumerGroup]:
             else:
                 member = group.members[member_id]
                 member.member_epoch, member.previous_member_epoch, state = reader.unpack(">iib")
-                member.state = _STATES.get(state, MemberState.UNRELEASED_PARTITIONS)
+                if state not in _STATES:
+                    raise CorruptRecordError(f"member {member_id} has an unknown state {state}")
+                member.state = _STATES[state]
                 member.assigned = {(t, p) for t, ps in _read_partitions(reader) for p in ps}
                 member.pending_revocation = {(t, p) for t, ps in _read_partitions(reader) for p in ps}
-    return groups
+    return group
 
 
 def _key(kind: int, *fields: bytes) -> bytes:

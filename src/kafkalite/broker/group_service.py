@@ -36,8 +36,8 @@ comes back Stable with them, its members' sessions starting again; an Empty one 
 (committed, or in an undecided transaction) and is deleted (a tombstone) when it has none, as Kafka's expiry sweep
 would. KIP-848 consumer groups are stored too, as Kafka's consumer-group records (`consumer_group_records.py`): after
 every call the groups it may have changed are encoded, what differs from the log is written (tombstones for what is
-gone) through the same queue, and the heartbeat is answered after that write; a failed write is written again at the
-group's next change. At start they are rebuilt and restored.
+gone) through the same queue, and the heartbeat is answered after that write; after a failed write the group is looked
+at whole again at the next call, and what the log lacks is written. At start they are rebuilt and restored.
 
 A group the coordinators do not know but that has committed offsets (a standalone commit, or offsets written before
 groups were stored) is answered here as Kafka would after loading it: listed and described as an Empty "consumer"
@@ -55,7 +55,7 @@ from typing import Any
 
 from kafkalite.broker.consumer_group_records import group_records, rebuild, record_group_id
 from kafkalite.broker.offsets import OffsetManager
-from kafkalite.errors import ClosedError, CorruptRecordError
+from kafkalite.errors import ClosedError
 from kafkalite.groups import (
     Assignment,
     CompletedReply,
@@ -143,15 +143,16 @@ class GroupService:
         self._settle()
 
     def _restore_consumer_groups(self, now_ms: int) -> None:
-        """Bring back the KIP-848 groups stored before the restart; one left Empty without offsets is forgotten."""
+        """Bring back the KIP-848 groups stored before the restart; one left Empty without offsets is forgotten, and
+        the records of a group that cannot be read are tombstoned (its members rejoin)."""
         records = self.offsets.consumer_group_records()
         for key, value in records.items():
-            self._consumer_view.setdefault(record_group_id(key), {})[key] = value
-        try:
-            groups = rebuild(records)
-        except CorruptRecordError as exc:
-            logger.warning("The consumer groups' stored records cannot be read (%s); their members rejoin", exc)
-            groups = {}
+            group_id = record_group_id(key)
+            if group_id is not None:
+                self._consumer_view.setdefault(group_id, {})[key] = value
+        groups, unreadable = rebuild(records)
+        for what, why in unreadable.items():
+            logger.warning("Consumer group %s: its stored records cannot be read (%s); it is not restored", what, why)
         for group in groups.values():
             self.consumer.restore(group, now_ms=now_ms)
             self._forget_if_unused(group.group_id)
@@ -275,7 +276,9 @@ class GroupService:
     def _forget_if_unused(self, group_id: str) -> None:
         """An Empty consumer group without committed offsets holds nothing worth keeping: it is dropped at once, as
         Kafka's offset-expiration sweep drops it later, so that groups made and left (or fuzzed) cost no memory."""
-        if group_id in self.consumer and self.consumer.is_empty(group_id) and group_id not in self.offsets.groups():
+        if group_id not in self.consumer or not self.consumer.is_empty(group_id):
+            return
+        if group_id not in self.offsets.groups() and group_id not in self.offsets.groups_with_pending():
             self.consumer.delete_group(group_id)
 
     def consumer_describe(self, group_id: str, names: Mapping[Any, str]) -> DescribedConsumerGroup | None:
@@ -494,8 +497,10 @@ class GroupService:
         changes = []
         for group_id, members in self.consumer.take_changed():
             group = self.consumer.group(group_id)
-            now = group_records(group, members) if group is not None else {}
             view = self._consumer_view.setdefault(group_id, {})
+            if any(value is _UNKNOWN for value in view.values()):
+                members = None  # a write of it failed: look at the whole group, tombstones included
+            now = group_records(group, members) if group is not None else {}
             diff: list[tuple[bytes, bytes | None]] = [(k, v) for k, v in now.items() if view.get(k) != v]
             if members is None:  # the whole group: what it no longer has is tombstoned
                 diff += [(k, None) for k in view if k not in now]
@@ -577,7 +582,8 @@ class GroupService:
             )
             view = self._consumer_view.setdefault(group_id, {})
             for key, _ in merged[group_id]:
-                view[key] = _UNKNOWN  # not what any record is: the next change writes (or tombstones) it again
+                view[key] = _UNKNOWN  # not what any record is: the next look writes (or tombstones) it again
+            self.consumer.mark_changed(group_id)  # looked at again by the next call, whichever group it is for
 
     def _release(self, batch: list[_PendingStore]) -> None:
         for pending in batch:

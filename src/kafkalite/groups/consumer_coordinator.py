@@ -64,6 +64,9 @@ from kafkalite.groups.server_assignors import SERVER_ASSIGNORS, AssignmentSpec, 
 if TYPE_CHECKING:
     import re2
 
+MAX_ID_BYTES = 32767
+"""The longest group or member id, in UTF-8 bytes: the stored records' keys hold them as int16-length strings."""
+
 TopicImage = Mapping[str, tuple[uuid.UUID, int]]
 """The broker's topics as the coordinator sees them: name → (topic id, partition count)."""
 
@@ -283,6 +286,8 @@ class ConsumerGroupCoordinator:
             invalid = "InstanceId can't be null when leaving as a static member."
         elif not req.member_id and not (req.member_epoch == 0 and req.coordinator_generates_member_id):
             invalid = "MemberId can't be empty."
+        elif len(req.group_id.encode()) > MAX_ID_BYTES or len(req.member_id.encode()) > MAX_ID_BYTES:
+            invalid = f"GroupId and MemberId can't be longer than {MAX_ID_BYTES} bytes."
         elif req.member_epoch == 0:
             if req.rebalance_timeout_ms <= 0:
                 invalid = "RebalanceTimeoutMs must be provided when joining."
