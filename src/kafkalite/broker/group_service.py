@@ -119,6 +119,7 @@ class GroupService:
         self._store_task: asyncio.Task[None] | None = None
         self._undone_takeovers: set[tuple[str, str]] = set()  # (group, member id) whose JoinGroup must fail
         self._consumer_view: dict[str, dict[bytes, object]] = {}  # KIP-848 group -> its records in the log
+        self._failing: set[tuple[str, str]] = set()  # (kind, group) whose last write failed: logged once
         self._storing = True  # until the broker closes: see `stop_storing`
         self._restore()
 
@@ -126,19 +127,19 @@ class GroupService:
         """Bring back the classic groups stored before the restart (see the module docstring)."""
         now = monotonic_ms()
         with_offsets = self.offsets.groups() | self.offsets.groups_with_pending()
-        forgotten: list[tuple[str, None]] = []
+        forgotten: list[StoreEntry] = []
         for group_id, stored in self.offsets.stored_groups().items():
             if (stored.members and stored.protocol_name is not None) or group_id in with_offsets:
                 self.coordinator.restore(group_id, stored, now_ms=now)
             else:
-                forgotten.append((group_id, None))
+                forgotten.append(StoreEntry(group_id, None))
         restored = self.coordinator.list_groups()
         if restored:
             active = sum(g.state != GroupState.EMPTY.value for g in restored)
             logger.info("Restored %d classic groups, %d of them with members", len(restored), active)
         if forgotten:
             logger.info("Deleting %d stored classic groups left Empty without committed offsets", len(forgotten))
-            self._queue_store([StoreEntry(group_id, None) for group_id, _ in forgotten], [])
+            self._queue_store(forgotten, [])
         self._restore_consumer_groups(now)
         self._settle()
 
@@ -545,13 +546,7 @@ class GroupService:
                 except Exception as exc:  # a bug: the replies still go out, and this task goes on
                     logger.exception("Storing %d classic groups failed", len(latest))
                     failed = dict.fromkeys(latest, exc)
-                for group_id, error in failed.items():
-                    logger.error(
-                        "Could not store classic group %s (%s): it carries on, and a restart finds its previous "
-                        "generation",
-                        group_id,
-                        error,
-                    )
+                self._note_stored("classic", latest, failed, "a restart finds its previous generation")
                 for group_id, carried in takeovers.items():
                     if group_id in failed and carried:
                         self._note_undone(group_id, self.coordinator.store_result(group_id, carried, stored=False))
@@ -576,14 +571,28 @@ class GroupService:
         except Exception as exc:  # a bug: the replies still go out, and this task goes on
             logger.exception("Storing %d consumer groups failed", len(merged))
             failed = dict.fromkeys(merged, exc)
-        for group_id, error in failed.items():
-            logger.error(
-                "Could not store consumer group %s (%s): it is written again at its next change", group_id, error
-            )
+        self._note_stored("consumer", merged, failed, "what the log lacks is written at the next call")
+        for group_id in failed:
             view = self._consumer_view.setdefault(group_id, {})
             for key, _ in merged[group_id]:
                 view[key] = _UNKNOWN  # not what any record is: the next look writes (or tombstones) it again
             self.consumer.mark_changed(group_id)  # looked at again by the next call, whichever group it is for
+
+    def _note_stored(
+        self, kind: str, written: Collection[str], failed: Mapping[str, Exception], consequence: str
+    ) -> None:
+        """Log a group's writes failing once, when they start to (a full disk fails every heartbeat's), and once when
+        they succeed again."""
+        for group_id in written:
+            streak = (kind, group_id)
+            if group_id in failed and streak not in self._failing:
+                self._failing.add(streak)
+                logger.error(
+                    "Could not store %s group %s (%s): it carries on; %s", kind, group_id, failed[group_id], consequence
+                )
+            elif group_id not in failed and streak in self._failing:
+                self._failing.discard(streak)
+                logger.warning("Stored %s group %s again", kind, group_id)
 
     def _release(self, batch: list[_PendingStore]) -> None:
         for pending in batch:

@@ -234,30 +234,29 @@ class OffsetManager:
         return dict(self._stored_groups)
 
     async def store_groups(self, entries: Iterable[tuple[str, StoredGroup | None]]) -> dict[str, Exception]:
-        """Write groups' metadata (None: a tombstone, the group was deleted), one batch per group so that a group
-        that cannot be written (too large for the topic's `max.message.bytes`, a string Kafka's schema cannot hold)
-        fails alone; then one sync when the broker fsyncs. Returns the groups not written, with why. A failed sync
-        is not one of them: the records are in the log (a restart reads them back), and the partition stops taking
-        writes, as any partition whose fsync fails (its ERROR is logged there)."""
+        """Write classic groups' metadata (None: a tombstone, the group was deleted) with `store_records`: a group that
+        cannot be written (too large for the topic's `max.message.bytes`, a string Kafka's schema cannot hold) fails
+        alone. Returns the groups not written, with why."""
         now = int(time.time() * 1000)
         failed: dict[str, Exception] = {}
-        written: list[tuple[str, StoredGroup | None]] = []
+        encoded: list[tuple[str, list[tuple[bytes, bytes | None]]]] = []
+        groups: dict[str, StoredGroup | None] = {}
         for group_id, group in entries:
             try:
                 value = None if group is None else encode_group_value(group, now_ms=now)
-                batch = build_batch([RecordToWrite(value, encode_group_key(group_id))], now_ms=now)
-                await self._partition.append(batch)
-            except (KafkaLiteError, struct.error, ValueError) as exc:  # ValueError: text UTF-8 cannot encode
+                encoded.append((group_id, [(encode_group_key(group_id), value)]))
+            except (struct.error, ValueError) as exc:  # ValueError: text UTF-8 cannot encode
                 failed[group_id] = exc
                 continue
-            written.append((group_id, group))
+            groups[group_id] = group
+        failed.update(await self.store_records(encoded))
+        for group_id, group in groups.items():
+            if group_id in failed:
+                continue
             if group is None:
                 self._stored_groups.pop(group_id, None)
             else:
                 self._stored_groups[group_id] = group
-        if written and self._fsync:
-            with contextlib.suppress(KafkaLiteError):
-                await self._partition.log.sync()
         return failed
 
     def consumer_group_records(self) -> dict[bytes, bytes]:
@@ -268,8 +267,9 @@ class OffsetManager:
         self, batches: Iterable[tuple[str, list[tuple[bytes, bytes | None]]]]
     ) -> dict[str, Exception]:
         """Write records (key, value or None for a tombstone) as one batch per group, then one sync when the broker
-        fsyncs. Returns the groups whose batch was not written, with why (a failed sync is not one: see
-        `store_groups`)."""
+        fsyncs. Returns the groups whose batch was not written, with why. A failed sync is not one of them: the
+        records are in the log (a restart reads them back), and the partition stops taking writes, as any partition
+        whose fsync fails (its ERROR is logged there)."""
         now = int(time.time() * 1000)
         failed: dict[str, Exception] = {}
         wrote = False
