@@ -1,8 +1,11 @@
 """Pipelined durability: acks=all produces on one connection are appended in order, answered in order, each only
-after its bytes are synced, and a slow fsync round covers the requests that arrived while it ran."""
+after its bytes are synced, and a slow fsync round covers the requests that arrived while it ran, also while
+requests keep arriving: a request waits for the round that covers its own bytes, not for the answers before it."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import os
 import struct
 import threading
@@ -93,6 +96,51 @@ async def test_pipelined_acks_all_are_appended_and_answered_in_order_after_sync(
     assert slow_syncs.log_syncs < REQUESTS  # the waiting requests shared fsync rounds
 
 
+def _produce_frame(raw: RawClient, topic_name: str, acks: int, value: bytes) -> bytes:
+    batch = build_batch([RecordToWrite(value)], now_ms=int(time.time() * 1000))
+    partition = raw.nested(0, VERSION, "PartitionProduceData", index=0, records=batch)
+    topic = raw.nested(0, VERSION, "TopicProduceData", name=topic_name, partition_data=[partition])
+    return raw.encode(0, VERSION, transactional_id=None, acks=acks, timeout=1000, topic_data=[topic])
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="names descriptors through /proc")
+async def test_requests_arriving_while_rounds_run_are_answered_by_the_next_round(
+    durable_server: KafkaServer, slow_syncs: SlowSyncs
+) -> None:
+    """A steady stream of acks=all requests, one every 5 ms against fsync rounds of 50 ms: each round answers every
+    request appended before it started, so the answers keep up with the requests a round behind. (Had a request
+    started waiting only once the answers before it were written, it would find newer bytes in the log each time
+    and need a round of its own: one answer per round, ever further behind.)"""
+    slow_syncs.delay_s = 0.05
+    await durable_server.broker.create_topic("stream", 1)
+    raw = await RawClient.connect(durable_server)
+    requests = 200
+    offsets: list[int] = []
+
+    async def read_answers() -> None:
+        for n in range(requests):
+            raw.correlation_id = n + 1
+            response = raw.decode_response(0, VERSION, await raw.read_frame())
+            (partition_response,) = response.responses[0].partition_responses
+            assert partition_response.error_code == 0
+            offsets.append(partition_response.base_offset)
+
+    frames = [_produce_frame(raw, "stream", -1, b"%d" % n) for n in range(requests)]  # correlation ids 1, 2, ...
+    reader = asyncio.create_task(read_answers())
+    try:
+        for frame in frames:
+            await raw.send_raw(frame)
+            await asyncio.sleep(0.005)
+        answered_while_sending = len(offsets)
+        await asyncio.wait_for(reader, 20)
+    finally:
+        reader.cancel()
+        await raw.close()
+    assert offsets == list(range(requests))
+    assert answered_while_sending >= requests // 2, f"{answered_while_sending} of {requests} answered while sending"
+    assert slow_syncs.log_syncs < requests // 4, f"{slow_syncs.log_syncs} fsync rounds for {requests} requests"
+
+
 async def test_acks_1_behind_a_pending_acks_all_keeps_its_place(
     durable_server: KafkaServer, slow_syncs: SlowSyncs
 ) -> None:
@@ -113,3 +161,33 @@ async def test_acks_1_behind_a_pending_acks_all_keeps_its_place(
         assert ids == [1, 2, 3, 4]
     finally:
         await raw.close()
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="names descriptors through /proc")
+async def test_a_client_gone_before_its_answers_leaves_nothing_behind(
+    durable_server: KafkaServer, slow_syncs: SlowSyncs, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Answers still waiting for their round when the client goes: the round goes on (the records were appended and
+    become durable), the answers are dropped without a trace in the log, and the next client is served."""
+    slow_syncs.delay_s = 0.2
+    await durable_server.broker.create_topic("gone", 1)
+    raw = await RawClient.connect(durable_server)
+    await raw.send_raw(b"".join(_produce_frame(raw, "gone", -1, b"%d" % n) for n in range(5)))
+    await asyncio.sleep(0.05)  # appended, waiting for the round
+    await raw.close()
+    await asyncio.sleep(0.5)  # the round ends after the connection did
+    assert slow_syncs.durable_bytes > 0
+
+    raw = await RawClient.connect(durable_server)
+    try:
+        response = raw.decode_response(0, VERSION, await _send_one(raw, _produce_frame(raw, "gone", -1, b"next")))
+        (partition_response,) = response.responses[0].partition_responses
+        assert (partition_response.error_code, partition_response.base_offset) == (0, 5)
+    finally:
+        await raw.close()
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+
+
+async def _send_one(raw: RawClient, frame: bytes) -> bytes:
+    await raw.send_raw(frame)
+    return await raw.read_frame()

@@ -164,6 +164,8 @@ class FailingOps(FileOps):
         self.fail_next_fsync = False
         self.fsyncs = 0
         self.fsync_gate: threading.Event | None = None
+        self.fsync_permits: threading.Semaphore | None = None  # one release lets one fsync through
+        self.fsync_entered = threading.Semaphore(0)  # released as each fsync starts
 
     def pwrite(self, fd: int, data: bytes | bytearray | memoryview, position: int) -> None:
         if self.fail_next_write:
@@ -176,8 +178,11 @@ class FailingOps(FileOps):
         self.pwrite(fd, b"".join(parts), position)  # one write, which the failures above apply to
 
     def fsync(self, fd: int) -> None:
+        self.fsync_entered.release()
         if self.fsync_gate is not None:
             self.fsync_gate.wait(5)
+        if self.fsync_permits is not None and not self.fsync_permits.acquire(timeout=5):
+            raise AssertionError("no fsync permit within 5 s")
         self.fsyncs += 1
         if self.fail_next_fsync:
             self.fail_next_fsync = False
@@ -356,6 +361,80 @@ async def test_group_commit_shares_fsyncs(tmp_path: Path) -> None:
     assert ops.fsyncs == 2  # writers arriving during a round share the next one
     await log.sync()
     assert ops.fsyncs == 2  # nothing new to sync
+    log.close()
+
+
+async def _fsync_started(ops: FailingOps) -> None:
+    assert await asyncio.to_thread(ops.fsync_entered.acquire, True, 5), "no fsync started within 5 s"
+
+
+async def test_each_round_returns_the_callers_it_covers_and_the_next_starts_at_once(tmp_path: Path) -> None:
+    """Callers that appended before a round began return when it ends; those that appended during it wait for the
+    next, which starts as soon as the first ends, without a caller of its own having to start it."""
+    ops = FailingOps()
+    log = PartitionLog.open(tmp_path / "t-0", LogConfig(), file_ops=ops)
+    await log.sync()
+    ops.fsyncs, ops.fsync_permits = 0, threading.Semaphore(0)
+    ops.fsync_entered = threading.Semaphore(0)
+
+    async def produce(n: int) -> int:
+        _base, last = append(log, make_batch(1, tag=n))
+        await log.sync()
+        return last
+
+    first = asyncio.gather(*(produce(n) for n in range(5)))
+    await _fsync_started(ops)  # round 1 covers the first five
+    second = asyncio.gather(*(produce(n) for n in range(5, 10)))
+    await asyncio.sleep(0.01)
+    ops.fsync_permits.release()
+    assert await asyncio.wait_for(first, 5) == [0, 1, 2, 3, 4]
+    await _fsync_started(ops)  # round 2 began on its own
+    assert not second.done()
+    ops.fsync_permits.release()
+    assert await asyncio.wait_for(second, 5) == [5, 6, 7, 8, 9]
+    assert ops.fsyncs == 2
+    ops.fsync_permits = None
+    log.close()
+
+
+async def test_a_cancelled_caller_leaves_the_others_waiting_for_their_round(tmp_path: Path) -> None:
+    ops = FailingOps()
+    log = PartitionLog.open(tmp_path / "t-0", LogConfig(), file_ops=ops)
+    await log.sync()
+    ops.fsync_permits, ops.fsync_entered = threading.Semaphore(0), threading.Semaphore(0)
+    append(log, make_batch(1))
+    waiting = [asyncio.create_task(log.sync()) for _ in range(3)]
+    await _fsync_started(ops)
+    waiting[1].cancel()
+    ops.fsync_permits.release()
+    done = await asyncio.gather(*waiting, return_exceptions=True)
+    assert [None if r is None else type(r) for r in done] == [None, asyncio.CancelledError, None]
+    ops.fsync_permits = None
+    append(log, make_batch(1))
+    await asyncio.wait_for(log.sync(), 5)
+    log.close()
+
+
+async def test_a_failed_round_fails_every_caller_still_waiting(tmp_path: Path) -> None:
+    """Those covered by the round and those that appended while it ran: the log stops for writes either way."""
+    ops = FailingOps()
+    log = PartitionLog.open(tmp_path / "t-0", LogConfig(), file_ops=ops)
+    await log.sync()
+    ops.fsync_permits, ops.fsync_entered = threading.Semaphore(0), threading.Semaphore(0)
+    ops.fail_next_fsync = True
+    append(log, make_batch(1))
+    covered = asyncio.create_task(log.sync())
+    await _fsync_started(ops)
+    append(log, make_batch(1))
+    later = asyncio.create_task(log.sync())
+    await asyncio.sleep(0.01)
+    ops.fsync_permits.release()
+    for waiter in (covered, later):
+        with pytest.raises(StorageError, match="Input/output error"):
+            await asyncio.wait_for(waiter, 5)
+    with pytest.raises(StorageError, match="refuses writes since an fsync failed"):
+        await log.sync()
+    ops.fsync_permits = None
     log.close()
 
 

@@ -15,8 +15,11 @@ A Fetch answer whose records are ranges of segment files (placeholders in the ki
 encoded as any other and then spliced into a `SplicedFrame`, which the connection sends with `sendfile`.
 
 A handler whose answer must wait for the disk (Produce with acks=-1) returns `AfterDurable(awaitable)` once its state
-change is made: `dispatch` then returns a coroutine that awaits it and encodes the response, and the connection loop
-writes that answer in its place in the request order while it goes on with the next request (see `server.server`).
+change is made: `dispatch` then starts a task that awaits it and encodes the response, and the connection loop writes
+that answer in its place in the request order while it goes on with the next request (see `server.server`). The wait
+starts when the request is handled, not when the answers before it have been written: its fsync target is the log as
+this request left it, so the round under way or the next one covers it, together with every request that arrived
+meanwhile (group commit across a connection's pipelined requests, and across connections).
 
 Security, when the connection has a `Session`: a request its SASL state does not allow yet closes the connection;
 with an authorizer configured, `Authorizer.check_request` is called once per request and its verdict shapes the
@@ -32,7 +35,7 @@ import dataclasses
 import logging
 import types
 import typing
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from time import perf_counter
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
@@ -61,8 +64,8 @@ log = logging.getLogger("kafkalite.server")
 
 Handler = Callable[["RequestContext", Any], Awaitable[Any]]
 
-PendingResponse = Coroutine[Any, Any, bytes]
-"""A response frame not due yet: the connection awaits it, in request order, before writing it."""
+PendingResponse = asyncio.Task[bytes]
+"""A response frame not due yet, already under way: the connection awaits it, in request order, before writing it."""
 
 Answer = bytes | SplicedFrame | PendingResponse | None
 """What `dispatch` hands the connection: a frame, a frame part of which is sent from segment files (a Fetch answer,
@@ -219,7 +222,7 @@ async def dispatch(
         stats.latency.observe(perf_counter() - began)
         return None
     if type(response) is AfterDurable:
-        return _encode_when_ready(schema, correlation_id, response.response, stats, began)
+        return _when_ready(schema, correlation_id, response.response, stats, began)
     count_errors(response, stats.errors)
     encoded = encode(schema, correlation_id, response)
     stats.latency.observe(perf_counter() - began)
@@ -235,6 +238,14 @@ def encode(schema: ApiSchema, correlation_id: int, response: Any) -> bytes | Spl
     if not found:
         return encoded
     return splice(encoded, found, flexible=schema.response_header_version >= 1)
+
+
+def _when_ready(
+    schema: ApiSchema, correlation_id: int, response: Awaitable[Any], stats: ApiStats, began: float
+) -> PendingResponse:
+    """The answer frame of an `AfterDurable` response, as a task started now: the wait for the disk begins while the
+    connection goes on reading (see the module's docstring)."""
+    return asyncio.get_running_loop().create_task(_encode_when_ready(schema, correlation_id, response, stats, began))
 
 
 async def _encode_when_ready(
@@ -335,7 +346,7 @@ def _with_quota(
             async def throttled_when_durable() -> Any:
                 return _throttled(schema, await pending, throttle_ms)
 
-            return _encode_when_ready(schema, correlation_id, throttled_when_durable(), stats, began)
+            return _when_ready(schema, correlation_id, throttled_when_durable(), stats, began)
         count_errors(response, stats.errors)
         return schema.encode_response(correlation_id, _throttled(schema, response, throttle_ms))
     count_errors(response, stats.errors)

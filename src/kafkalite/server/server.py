@@ -208,10 +208,21 @@ class _OrderedResponses:
             if self._task is not None:
                 self._task.cancel()
             for response in self._queue:
-                if response is not None and not isinstance(response, bytes):
-                    response.close()  # a pending coroutine, or a spliced frame's file ranges
+                if isinstance(response, asyncio.Task):
+                    _drop(response)
+                elif isinstance(response, SplicedFrame):
+                    response.close()  # its file ranges
             self._queue.clear()
             self._queued_bytes = 0
+
+
+def _drop(pending: asyncio.Task[bytes]) -> None:
+    """An answer that will not be written (its connection is gone): stop its wait, or read the error it ended with
+    so that nothing reports it as never retrieved. What it waited for (an fsync round) goes on for the others."""
+    if not pending.done():
+        pending.cancel()
+    elif not pending.cancelled():
+        pending.exception()
 
 
 @dataclass(slots=True)
