@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import struct
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from kafkalite.server import KafkaServer
+from conftest import RawClient
+from kafkalite.broker import Broker
+from kafkalite.protocol.records import RecordToWrite, build_batch
+from kafkalite.server import KafkaServer, serve
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -126,3 +132,32 @@ async def test_a_quiet_connection_gives_its_receive_buffer_back_and_is_served_af
         while connection.stream.frames.capacity:
             await asyncio.sleep(0.05)
     assert (await client.request(18, 3, client_software_name="t", client_software_version="1")).error_code == 0
+
+
+async def test_closing_the_server_cuts_a_client_that_stopped_reading_once_the_grace_is_over(tmp_path: Path) -> None:
+    """A client pipelines Fetches of a big record and never reads the answers, so the connection's writer waits for
+    a socket that never drains. `close()` gives it the grace, then cuts the connection instead of waiting for ever."""
+    async with Broker(data_dir=tmp_path) as broker:
+        served = serve(broker, "127.0.0.1", 0, shutdown_grace_s=0.5)
+        server = await served.__aenter__()
+        raw = await RawClient.connect(server)
+        try:
+            await broker.create_topic("unread", 1)
+            batch = build_batch([RecordToWrite(os.urandom(900 * 1024))], now_ms=int(time.time() * 1000))
+            partition = raw.nested(0, 9, "PartitionProduceData", index=0, records=batch)
+            topic = raw.nested(0, 9, "TopicProduceData", name="unread", partition_data=[partition])
+            await raw.request(0, 9, transactional_id=None, acks=1, timeout=1000, topic_data=[topic])
+            fetch_partition = raw.nested(
+                1, 12, "FetchPartition", partition=0, fetch_offset=0, partition_max_bytes=1 << 20,
+                current_leader_epoch=-1, log_start_offset=-1, last_fetched_epoch=-1,
+            )  # fmt: skip
+            fetch_topic = raw.nested(1, 12, "FetchTopic", topic="unread", partitions=[fetch_partition])
+            fetch = {"replica_id": -1, "max_wait": 0, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0}
+            fetch |= {"session_id": 0, "session_epoch": -1, "forgotten_topics_data": [], "rack_id": ""}
+            raw.writer.write(b"".join(raw.encode(1, 12, topics=[fetch_topic], **fetch) for _ in range(100)))
+            await asyncio.sleep(1.0)  # the broker's answers fill the socket, and the client reads none
+            began = time.perf_counter()
+            await asyncio.wait_for(served.__aexit__(None, None, None), 10)
+            assert time.perf_counter() - began < 5
+        finally:
+            raw.writer.transport.abort()

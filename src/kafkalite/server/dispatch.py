@@ -17,9 +17,10 @@ encoded as any other and then spliced into a `SplicedFrame`, which the connectio
 A handler whose answer must wait for the disk (Produce with acks=-1) returns `AfterDurable(awaitable)` once its state
 change is made: `dispatch` then starts a task that awaits it and encodes the response, and the connection loop writes
 that answer in its place in the request order while it goes on with the next request (see `server.server`). The wait
-starts when the request is handled, not when the answers before it have been written: its fsync target is the log as
-this request left it, so the round under way or the next one covers it, together with every request that arrived
-meanwhile (group commit across a connection's pipelined requests, and across connections).
+starts when the request is handled (the task's first step runs a loop turn or two later), not when the answers
+before it have been written: its fsync target is then the log as this request left it, or a few appends later, so
+the round under way or the next one covers it, together with every request that arrived meanwhile (group commit
+across a connection's pipelined requests, and across connections).
 
 Security, when the connection has a `Session`: a request its SASL state does not allow yet closes the connection;
 with an authorizer configured, `Authorizer.check_request` is called once per request and its verdict shapes the
@@ -162,7 +163,7 @@ async def dispatch(
     security: Security | None = None,
 ) -> Answer:
     """Decode one request frame, run its handler and return the response frame (None: no response is due), or, when
-    the handler answered `AfterDurable`, a coroutine that returns the frame once the answer may leave.
+    the handler answered `AfterDurable`, a task already started that returns the frame once the answer may leave.
 
     Raises `ProtocolError` for unknown API keys, unsupported versions (except ApiVersions, which gets the v0
     fallback reply), undecodable bytes, and requests the connection's SASL state does not allow yet.

@@ -158,5 +158,9 @@ class FrameStream(asyncio.BufferedProtocol):
     def close(self) -> None:
         self.transport.close()
 
+    def abort(self) -> None:
+        """Close at once, dropping whatever the transport has not sent yet."""
+        self.transport.abort()
+
     async def wait_closed(self) -> None:
         await asyncio.shield(self._closed)

@@ -50,7 +50,8 @@ traceback.
 
 `close()` stops accepting, cancels idle connections, lets busy ones finish the request they are serving (up to
 `shutdown_grace_s`, then they are cancelled too) and waits for all of them to be gone. A connection leaving, for
-whatever reason, first writes the answers already queued (within the grace), then closes.
+whatever reason, first writes the answers already queued (within the grace), then closes; one still writing when the
+grace is over (to a client that stopped reading) is cut, its unsent answers dropped.
 """
 
 from __future__ import annotations
@@ -111,7 +112,9 @@ class _OrderedResponses:
     """A connection's answers, written in request order; pending ones (`PendingResponse`) are awaited in turn.
 
     Answers go straight to the transport while nothing is queued. Once one is pending, it and every later answer are
-    queued and a writer task writes them head first, each when it is ready. `put` waits while the queue is full.
+    queued and a writer task writes them head first, each when it is ready. `put` waits while the queue is full: at
+    `MAX_PENDING_RESPONSES` answers, or at `MAX_PENDING_BYTES` of queued answers and of the requests that pending
+    answers keep alive (an acks=all Produce's records are views of its frame until it is answered).
     """
 
     __slots__ = (
@@ -134,8 +137,8 @@ class _OrderedResponses:
         self._ready: list[bytes] = []  # answers not written yet, older than anything in `_queue`
         self._ready_bytes = 0
         self._flush_due = False
-        self._queue: deque[Answer] = deque()
-        self._queued_bytes = 0  # of the `bytes` answers in `_queue`
+        self._queue: deque[tuple[Answer, int]] = deque()  # (answer, the bytes it counts for)
+        self._queued_bytes = 0  # of the `bytes` answers in `_queue`, and of the requests pending ones keep
         self._task: asyncio.Task[None] | None = None
         self._room: asyncio.Future[None] | None = None
 
@@ -152,7 +155,8 @@ class _OrderedResponses:
             ready.clear()
             self._ready_bytes = 0
 
-    async def put(self, response: Answer) -> None:
+    async def put(self, response: Answer, held: int = 0) -> None:
+        """Queue `response` behind the answers before it; `held`: the bytes of its request a pending answer keeps."""
         if self._task is None:
             if type(response) is bytes:
                 self._ready.append(response)
@@ -169,10 +173,12 @@ class _OrderedResponses:
             self._flush()
             self._task = self._loop.create_task(self._write_in_order())
         elif self._task.done():
+            if isinstance(response, asyncio.Task):
+                _drop(response)
             self._task.result()  # the writer failed: raise its error here, which closes the connection
-        self._queue.append(response)
-        if type(response) is bytes:
-            self._queued_bytes += len(response)
+        size = len(response) if type(response) is bytes else held if isinstance(response, asyncio.Task) else 0
+        self._queue.append((response, size))
+        self._queued_bytes += size
         while self._task is not None and (
             len(self._queue) >= MAX_PENDING_RESPONSES or self._queued_bytes >= MAX_PENDING_BYTES
         ):
@@ -184,11 +190,10 @@ class _OrderedResponses:
     async def _write_in_order(self) -> None:
         queue = self._queue
         while queue:  # an exception ends the task with it (and `put`/`close` raise it): the connection closes
-            head = queue[0]
+            head, size = queue[0]
             response = head if head is None or isinstance(head, bytes | SplicedFrame) else await head
             queue.popleft()
-            if type(head) is bytes:
-                self._queued_bytes -= len(head)
+            self._queued_bytes -= size
             if self._room is not None and not self._room.done():
                 self._room.set_result(None)
             if isinstance(response, SplicedFrame):
@@ -207,7 +212,7 @@ class _OrderedResponses:
         finally:
             if self._task is not None:
                 self._task.cancel()
-            for response in self._queue:
+            for response, _ in self._queue:
                 if isinstance(response, asyncio.Task):
                     _drop(response)
                 elif isinstance(response, SplicedFrame):
@@ -417,11 +422,13 @@ class KafkaServer:
         for connection in list(self._connections):
             if not connection.busy:
                 connection.task.cancel()
-        tasks = [c.task for c in self._connections]
-        if tasks:
-            _, pending = await asyncio.wait(tasks, timeout=self.shutdown_grace_s)
-            for task in pending:
-                task.cancel()
+        connections = list(self._connections)
+        if connections:
+            _, pending = await asyncio.wait([c.task for c in connections], timeout=self.shutdown_grace_s)
+            for connection in connections:
+                if connection.task in pending:  # the grace is over: a client that stopped reading waits no more
+                    connection.stream.abort()
+                    connection.task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
         for bound in self._bound:
             if bound.server is not None:
@@ -542,7 +549,8 @@ class KafkaServer:
                     await responses.put(
                         await dispatch(
                             self.broker, bound.info, frame, connection.host, session=session, security=self.security
-                        )
+                        ),
+                        len(frame),
                     )
                 connection.busy = False
                 if session.close_after_answer:
