@@ -364,6 +364,21 @@ async def test_group_commit_shares_fsyncs(tmp_path: Path) -> None:
     log.close()
 
 
+async def _log_with_gated_fsyncs(tmp_path: Path) -> tuple[PartitionLog, FailingOps]:
+    """A synced log whose next fsyncs each wait for a release of `ops.fsync_permits` (`_fsync_started` sees one
+    begin)."""
+    ops = FailingOps()
+    log = PartitionLog.open(tmp_path / "t-0", LogConfig(), file_ops=ops)
+    await log.sync()
+    ops.fsyncs, ops.fsync_permits, ops.fsync_entered = 0, threading.Semaphore(0), threading.Semaphore(0)
+    return log, ops
+
+
+def _close_ungated(log: PartitionLog, ops: FailingOps) -> None:
+    ops.fsync_permits = None  # closing fsyncs too
+    log.close()
+
+
 async def _fsync_started(ops: FailingOps) -> None:
     assert await asyncio.to_thread(ops.fsync_entered.acquire, True, 5), "no fsync started within 5 s"
 
@@ -371,11 +386,7 @@ async def _fsync_started(ops: FailingOps) -> None:
 async def test_each_round_returns_the_callers_it_covers_and_the_next_starts_at_once(tmp_path: Path) -> None:
     """Callers that appended before a round began return when it ends; those that appended during it wait for the
     next, which starts as soon as the first ends, without a caller of its own having to start it."""
-    ops = FailingOps()
-    log = PartitionLog.open(tmp_path / "t-0", LogConfig(), file_ops=ops)
-    await log.sync()
-    ops.fsyncs, ops.fsync_permits = 0, threading.Semaphore(0)
-    ops.fsync_entered = threading.Semaphore(0)
+    log, ops = await _log_with_gated_fsyncs(tmp_path)
 
     async def produce(n: int) -> int:
         _base, last = append(log, make_batch(1, tag=n))
@@ -393,15 +404,11 @@ async def test_each_round_returns_the_callers_it_covers_and_the_next_starts_at_o
     ops.fsync_permits.release()
     assert await asyncio.wait_for(second, 5) == [5, 6, 7, 8, 9]
     assert ops.fsyncs == 2
-    ops.fsync_permits = None
-    log.close()
+    _close_ungated(log, ops)
 
 
 async def test_a_cancelled_caller_leaves_the_others_waiting_for_their_round(tmp_path: Path) -> None:
-    ops = FailingOps()
-    log = PartitionLog.open(tmp_path / "t-0", LogConfig(), file_ops=ops)
-    await log.sync()
-    ops.fsync_permits, ops.fsync_entered = threading.Semaphore(0), threading.Semaphore(0)
+    log, ops = await _log_with_gated_fsyncs(tmp_path)
     append(log, make_batch(1))
     waiting = [asyncio.create_task(log.sync()) for _ in range(3)]
     await _fsync_started(ops)
@@ -417,10 +424,7 @@ async def test_a_cancelled_caller_leaves_the_others_waiting_for_their_round(tmp_
 
 async def test_a_failed_round_fails_every_caller_still_waiting(tmp_path: Path) -> None:
     """Those covered by the round and those that appended while it ran: the log stops for writes either way."""
-    ops = FailingOps()
-    log = PartitionLog.open(tmp_path / "t-0", LogConfig(), file_ops=ops)
-    await log.sync()
-    ops.fsync_permits, ops.fsync_entered = threading.Semaphore(0), threading.Semaphore(0)
+    log, ops = await _log_with_gated_fsyncs(tmp_path)
     ops.fail_next_fsync = True
     append(log, make_batch(1))
     covered = asyncio.create_task(log.sync())
@@ -434,8 +438,7 @@ async def test_a_failed_round_fails_every_caller_still_waiting(tmp_path: Path) -
             await asyncio.wait_for(waiter, 5)
     with pytest.raises(StorageError, match="refuses writes since an fsync failed"):
         await log.sync()
-    ops.fsync_permits = None
-    log.close()
+    _close_ungated(log, ops)
 
 
 async def test_fsync_off_never_calls_fsync(tmp_path: Path) -> None:
