@@ -20,6 +20,7 @@ from conftest import RawClient
 from kafkalite.broker import Broker
 from kafkalite.protocol.records import RecordToWrite, build_batch
 from kafkalite.server import KafkaServer, serve
+from kafkalite.server import server as server_module
 from kafkalite.storage.file_ops import FileOps
 
 pytestmark = pytest.mark.timeout(30)
@@ -191,3 +192,44 @@ async def test_a_client_gone_before_its_answers_leaves_nothing_behind(
 async def _send_one(raw: RawClient, frame: bytes) -> bytes:
     await raw.send_raw(frame)
     return await raw.read_frame()
+
+
+async def _pipelined_big_produces_at_shutdown(data_dir: Path, syncs: SlowSyncs) -> tuple[int, float]:
+    """Eight acks=all produces of 300 KiB pipelined on one connection while fsync rounds take seconds, with the
+    connection's byte bound at 1 MiB; then the server closes with half a second of grace. Returns how many were
+    appended before the close, and how long the close took."""
+    async with Broker(data_dir=data_dir) as broker:
+        served = serve(broker, "127.0.0.1", 0, shutdown_grace_s=0.5)
+        server = await served.__aenter__()
+        await broker.create_topic("big", 1)
+        raw = await RawClient.connect(server)
+        syncs.delay_s = 3.0
+        try:
+            frames = [_produce_frame(raw, "big", -1, os.urandom(300 * 1024)) for _ in range(8)]
+            raw.writer.write(b"".join(frames))
+            await asyncio.sleep(0.5)  # appended up to the bound; the connection waits in `put`, busy
+            appended = broker.partition("big", 0).log.log_end_offset
+            began = time.perf_counter()
+            await asyncio.wait_for(served.__aexit__(None, None, None), 10)
+            return appended, time.perf_counter() - began
+        finally:
+            syncs.delay_s = 0.0  # the broker's own close fsyncs too
+            raw.writer.transport.abort()
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="names descriptors through /proc")
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+def test_pending_answers_hold_their_requests_bytes_and_close_cuts_them_after_the_grace(
+    tmp_path: Path, slow_syncs: SlowSyncs, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, loop: str
+) -> None:
+    """The answers waiting for the disk count their requests' bytes toward the connection's bound, so the broker stops
+    reading at 1 MiB of them; and a connection held there when the server closes is cut once the grace is over,
+    without waiting for the fsync round or logging an error (`kafkalite serve` runs on uvloop, whose transports
+    refuse a write once aborted)."""
+    slow_syncs.delay_s = 0.0
+    monkeypatch.setattr(server_module, "MAX_PENDING_BYTES", 1 << 20)
+    run = asyncio.run if loop == "asyncio" else pytest.importorskip("uvloop").run
+    appended, close_s = run(_pipelined_big_produces_at_shutdown(tmp_path, slow_syncs))
+    assert appended <= 4, f"{appended} of 8 appended with 1 MiB of answers pending"
+    assert close_s < 1.5, f"close took {close_s:.1f} s with a grace of 0.5 s and fsync rounds of 3 s"
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text

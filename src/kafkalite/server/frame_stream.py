@@ -46,6 +46,7 @@ class FrameStream(asyncio.BufferedProtocol):
         self._writing_paused = False
         self._ended = False  # no more bytes will be read: end of stream, or the connection is lost
         self._lost = False
+        self._aborted = False  # `abort()` was called: writes are dropped
         self._error: BaseException | None = None
         self._closed: asyncio.Future[None] = self._loop.create_future()
 
@@ -140,7 +141,8 @@ class FrameStream(asyncio.BufferedProtocol):
                 return
 
     def write(self, data: bytes) -> None:
-        self.transport.write(data)
+        if not self._aborted:
+            self.transport.write(data)
 
     async def drain(self) -> None:
         """Wait until the transport takes more (as `StreamWriter.drain`); `ConnectionResetError` once it is lost."""
@@ -159,7 +161,8 @@ class FrameStream(asyncio.BufferedProtocol):
         self.transport.close()
 
     def abort(self) -> None:
-        """Close at once, dropping whatever the transport has not sent yet."""
+        """Close at once, dropping whatever the transport has not sent yet; later writes are dropped too."""
+        self._aborted = True
         self.transport.abort()
 
     async def wait_closed(self) -> None:

@@ -50,8 +50,9 @@ traceback.
 
 `close()` stops accepting, cancels idle connections, lets busy ones finish the request they are serving (up to
 `shutdown_grace_s`, then they are cancelled too) and waits for all of them to be gone. A connection leaving, for
-whatever reason, first writes the answers already queued (within the grace), then closes; one still writing when the
-grace is over (to a client that stopped reading) is cut, its unsent answers dropped.
+whatever reason, first writes the answers already queued (within the grace), then closes; one still at work when the
+grace is over (writing to a client that stopped reading, or held at its bound by answers waiting for the disk) is
+cut: its unsent answers are dropped and their waits cancelled, while the fsync rounds go on for the broker's close.
 """
 
 from __future__ import annotations
@@ -96,9 +97,10 @@ REFUSAL_WARNINGS_PER_MINUTE: Final = 60  # lines for connections closed over bad
 
 
 class _Connection:
-    """One client connection; `busy` while a request is being served; `stream.last_read`: when it last sent bytes."""
+    """One client connection; `busy` while a request is being served; `stream.last_read`: when it last sent bytes;
+    `responses`: its answers not written yet, once it serves requests."""
 
-    __slots__ = ("busy", "host", "peer", "stream", "task")
+    __slots__ = ("busy", "host", "peer", "responses", "stream", "task")
 
     def __init__(self, host: str, port: int, task: asyncio.Task[None], stream: FrameStream) -> None:
         self.host = host
@@ -106,6 +108,7 @@ class _Connection:
         self.task = task
         self.stream = stream
         self.busy = False
+        self.responses: _OrderedResponses | None = None
 
 
 class _OrderedResponses:
@@ -173,8 +176,7 @@ class _OrderedResponses:
             self._flush()
             self._task = self._loop.create_task(self._write_in_order())
         elif self._task.done():
-            if isinstance(response, asyncio.Task):
-                _drop(response)
+            _discard(response)
             self._task.result()  # the writer failed: raise its error here, which closes the connection
         size = len(response) if type(response) is bytes else held if isinstance(response, asyncio.Task) else 0
         self._queue.append((response, size))
@@ -210,24 +212,30 @@ class _OrderedResponses:
             if self._task is not None:
                 await self._task
         finally:
-            if self._task is not None:
-                self._task.cancel()
-            for response, _ in self._queue:
-                if isinstance(response, asyncio.Task):
-                    _drop(response)
-                elif isinstance(response, SplicedFrame):
-                    response.close()  # its file ranges
-            self._queue.clear()
-            self._queued_bytes = 0
+            self.abandon()
+
+    def abandon(self) -> None:
+        """Write nothing more: stop the writer and drop every answer not written yet."""
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
+        for response, _ in self._queue:
+            _discard(response)
+        self._queue.clear()
+        self._queued_bytes = 0
 
 
-def _drop(pending: asyncio.Task[bytes]) -> None:
-    """An answer that will not be written (its connection is gone): stop its wait, or read the error it ended with
-    so that nothing reports it as never retrieved. What it waited for (an fsync round) goes on for the others."""
-    if not pending.done():
-        pending.cancel()
-    elif not pending.cancelled():
-        pending.exception()
+def _discard(answer: Answer) -> None:
+    """An answer that will not be written (its connection is gone): a pending one stops its wait, or has the error
+    it ended with read so that nothing reports it as never retrieved (what it waited for, an fsync round, goes on for
+    the others); a spliced frame gives back its file ranges."""
+    if isinstance(answer, asyncio.Task):
+        if not answer.done():
+            answer.cancel()
+        elif not answer.cancelled():
+            answer.exception()
+    elif isinstance(answer, SplicedFrame):
+        answer.close()
 
 
 @dataclass(slots=True)
@@ -426,8 +434,10 @@ class KafkaServer:
         if connections:
             _, pending = await asyncio.wait([c.task for c in connections], timeout=self.shutdown_grace_s)
             for connection in connections:
-                if connection.task in pending:  # the grace is over: a client that stopped reading waits no more
+                if connection.task in pending:  # the grace is over: nothing more is written, and nothing waited for
                     connection.stream.abort()
+                    if connection.responses is not None:
+                        connection.responses.abandon()
                     connection.task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
         for bound in self._bound:
@@ -529,7 +539,7 @@ class KafkaServer:
     ) -> None:
         sasl = bound.listener.protocol.uses_sasl
         stream.frames.max_frame_bytes = session.max_frame_bytes(self.max_frame_bytes)
-        responses = _OrderedResponses(stream, sendfile=bound.tls is None)
+        responses = connection.responses = _OrderedResponses(stream, sendfile=bound.tls is None)
         loop = asyncio.get_running_loop()
         try:
             while not self._closing:
