@@ -49,7 +49,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -541,12 +541,12 @@ class GroupService:
                     for entry in pending.stores:
                         latest[entry.group_id] = entry.group
                         takeovers.setdefault(entry.group_id, []).extend(entry.takeovers)
-                try:
-                    failed = await self.offsets.store_groups(latest.items())
-                except Exception as exc:  # a bug: the replies still go out, and this task goes on
-                    logger.exception("Storing %d classic groups failed", len(latest))
-                    failed = dict.fromkeys(latest, exc)
-                self._note_stored("classic", latest, failed, "a restart finds its previous generation")
+                failed = await self._written(
+                    "classic",
+                    latest,
+                    self.offsets.store_groups(latest.items()),
+                    "a restart finds its previous generation",
+                )
                 for group_id, carried in takeovers.items():
                     if group_id in failed and carried:
                         self._note_undone(group_id, self.coordinator.store_result(group_id, carried, stored=False))
@@ -566,17 +566,30 @@ class GroupService:
         merged: dict[str, list[tuple[bytes, bytes | None]]] = {}
         for group_id, records in changes:
             merged.setdefault(group_id, []).extend(records)
-        try:
-            failed = await self.offsets.store_records(merged.items())
-        except Exception as exc:  # a bug: the replies still go out, and this task goes on
-            logger.exception("Storing %d consumer groups failed", len(merged))
-            failed = dict.fromkeys(merged, exc)
-        self._note_stored("consumer", merged, failed, "what the log lacks is written at the next call")
+        failed = await self._written(
+            "consumer",
+            merged,
+            self.offsets.store_records(merged.items()),
+            "what the log lacks is written at the next call",
+        )
         for group_id in failed:
             view = self._consumer_view.setdefault(group_id, {})
             for key, _ in merged[group_id]:
                 view[key] = _UNKNOWN  # not what any record is: the next look writes (or tombstones) it again
             self.consumer.mark_changed(group_id)  # looked at again by the next call, whichever group it is for
+
+    async def _written(
+        self, kind: str, groups: Collection[str], write: Awaitable[dict[str, Exception]], consequence: str
+    ) -> dict[str, Exception]:
+        """The groups `write` failed to store, with why, noted in the log; an exception out of it (a bug) fails every
+        group, and the replies behind them still go out."""
+        try:
+            failed = await write
+        except Exception as exc:
+            logger.exception("Storing %d %s groups failed", len(groups), kind)
+            failed = dict.fromkeys(groups, exc)
+        self._note_stored(kind, groups, failed, consequence)
+        return failed
 
     def _note_stored(
         self, kind: str, written: Collection[str], failed: Mapping[str, Exception], consequence: str
