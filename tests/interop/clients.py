@@ -88,10 +88,15 @@ def assert_acked_exactly_once(acked: Sequence[Received], log: Sequence[Received]
     assert not missing, f"{len(missing)} of {len(acked)} acknowledged records are misplaced: {missing[:3]}"
 
 
-def until(done: Callable[[], bool], what: str, step: Callable[[], None] = lambda: time.sleep(0.05)) -> None:
+def until(
+    done: Callable[[], bool], what: str | Callable[[], str], step: Callable[[], None] = lambda: time.sleep(0.05)
+) -> None:
+    """Wait for `done`, at most WAIT_S. `what` names what is awaited; a callable is called only on a timeout, so a
+    description that quotes a log shows the log as it is when the wait fails, not as it was when the wait began."""
     deadline = time.monotonic() + WAIT_S
     while not done():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out waiting for {what() if callable(what) else what}")
         step()
 
 

@@ -110,6 +110,10 @@ class App:
             self.process.wait()
             self.process = None
 
+    def exit_code(self) -> int | None:
+        """The exit status of the app started last, None while it runs (or when none was started)."""
+        return None if self.process is None else self.process.poll()
+
     def log(self) -> str:
         return self.log_path.read_text()[-4000:]
 
@@ -210,11 +214,18 @@ def outputs(bootstrap: str, topic: str) -> dict[str, list[dict[str, int]]]:
 
 
 def wait_for_outputs(app: App, topic: str, count: int) -> None:
-    until(
-        lambda: len(read_topic(app.broker.bootstrap, topic, enough=count)) >= count,
-        f"{count} outputs; app log:\n{app.log()}",
-        lambda: time.sleep(0.3),
-    )
+    """Until `topic` holds `count` committed outputs; an app that exits meanwhile fails the wait at once. A failure
+    quotes the app's log and the tail of the broker's, as they are when it fails."""
+
+    def done() -> bool:
+        if app.exit_code() is not None:
+            raise AssertionError(f"the app exited with {app.exit_code()} before {count} outputs; {logs()}")
+        return len(read_topic(app.broker.bootstrap, topic, enough=count)) >= count
+
+    def logs() -> str:
+        return f"app log:\n{app.log()}\nbroker log (its end):\n{app.broker.log()[-4000:]}"
+
+    until(done, lambda: f"{count} outputs; {logs()}", lambda: time.sleep(0.3))
 
 
 def topic_config(bootstrap: str, topic: str) -> dict[str, str]:
@@ -245,7 +256,7 @@ def assert_compacted(broker: ServedBroker, changelog: str, state_keys: int) -> N
     # rolled last may still be dirty; nothing else may be left.
     until(
         lambda: segment_bytes(broker, changelog) <= 3 * SEGMENT_BYTES,
-        f"the changelog to be cleaned ({segment_bytes(broker, changelog)} bytes)",
+        lambda: f"the changelog to be cleaned ({segment_bytes(broker, changelog)} bytes)",
         lambda: time.sleep(0.2),
     )
     records = read_topic(broker.bootstrap, changelog)

@@ -86,7 +86,7 @@ def wait_until_ready(app: App, times: int) -> None:
     """Until the app has finished its `times`-th recovery (its log says so once per assignment)."""
     until(
         lambda: app.log_path.read_text().count(READY) >= times,
-        f"the app's recovery number {times}; app log:\n{app.log()}",
+        lambda: f"the app's recovery number {times}; app log:\n{app.log()}",
         lambda: time.sleep(0.2),
     )
 
@@ -95,7 +95,7 @@ def wait_until_counted(app: App, total: int) -> None:
     """Until every input below `total` has an output."""
     until(
         lambda: counted(app.broker.bootstrap) == set(range(total)),
-        f"every input below {total} counted; app log:\n{app.log()}",
+        lambda: f"every input below {total} counted; app log:\n{app.log()}",
         lambda: time.sleep(0.3),
     )
 
