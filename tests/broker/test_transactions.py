@@ -14,7 +14,7 @@ from kafkalite import errors
 from kafkalite.broker import LATEST, OFFSETS_TOPIC
 from kafkalite.broker.log_reader import scan_records
 from kafkalite.protocol.control_records import control_type
-from kafkalite.protocol.records import RecordToWrite, build_batch, iter_records, read_header
+from kafkalite.protocol.records import BatchHeader, RecordToWrite, build_batch, iter_records, read_header
 from kafkalite.storage import AbortedTxn
 from kafkalite.transactions import TxnState
 
@@ -393,3 +393,45 @@ def test_transaction_log_values_v0_and_v1() -> None:
     assert decode_value("t", tagged) == txn
     with pytest.raises(errors.CorruptRecordError):
         decode_value("t", tagged[:-3])
+
+
+async def test_a_producers_last_marker_outlives_cleaning_and_restart(files: BrokerFactory) -> None:
+    """With transaction version 2 the marker carries the epoch EndTxn bumped: once the producer has written nothing
+    since, that marker is the only record of its epoch. Cleaning keeps it (the producer's data around it goes), and
+    a restart rebuilds the producer's state from it."""
+    compacted = {"cleanup.policy": "compact", "segment.bytes": "2048", "delete.retention.ms": "0"}
+    async with files(log_cleaner_enable=False) as broker:
+        await broker.create_topic(TOPIC, 1, compacted)
+        pid, epoch = await begin(broker)
+        batch = build_batch(
+            [RecordToWrite(b"txn", b"k")], now_ms=1, producer_id=pid, producer_epoch=epoch, transactional=True
+        )
+        await broker.append(TOPIC, 0, batch, transactional_id="tx")
+        ended = await broker.transactions.end_transaction("tx", pid, epoch, commit=True, bump_epoch=True)
+        assert (ended.error, ended.producer_epoch) == (0, epoch + 1)
+        cleaner = broker.cleaner
+        assert cleaner is not None
+        later = int(time.time() * 1000) + 60_000
+        for rounds in range(3):  # the first cleaning stamps the marker's horizon; later ones may drop what passed it
+            for n in range(100):  # another writer's updates of the same key: dirt, and segments past the marker
+                value = b"%d:%d" % (rounds, n) + b"x" * 60
+                await broker.produce(TOPIC, 0, build_batch([RecordToWrite(value, b"k")], now_ms=n))
+            assert await cleaner.clean_once(now_ms=later + rounds) is not None
+        log = broker.partition(TOPIC, 0).log
+        markers = [
+            (h.producer_id, h.producer_epoch)
+            for h in _headers(broker.fetch(TOPIC, 0, 0, 1 << 20).records)
+            if h.is_control
+        ]
+        assert markers == [(pid, epoch + 1)]
+        assert log.size_bytes < 3 * 2048
+    async with files() as broker:
+        assert broker.partition(TOPIC, 0).producers.entries()[pid].epoch == epoch + 1
+
+
+def _headers(data: bytes) -> list[BatchHeader]:
+    headers, pos = [], 0
+    while pos < len(data):
+        headers.append(read_header(data, pos))
+        pos += headers[-1].size
+    return headers

@@ -239,7 +239,7 @@ class Partition:
         async with self.lock:
             self.producers.check_marker(producer_id, producer_epoch, coordinator_epoch, strict=strict_epoch)
             offset, _ = self.log.append(batch, read_header(batch))
-            self.producers.observe_marker(producer_id, producer_epoch, coordinator_epoch, now)
+            self.producers.observe_marker(producer_id, producer_epoch, coordinator_epoch, now, offset)
             self._close_transaction(producer_id, offset, commit)
         self._wake_readers()
         logger.debug(
@@ -362,7 +362,7 @@ class Partition:
         except CorruptRecordError:
             coordinator_epoch = -1
         self.producers.observe_marker(
-            header.producer_id, header.producer_epoch, coordinator_epoch, header.max_timestamp
+            header.producer_id, header.producer_epoch, coordinator_epoch, header.max_timestamp, header.base_offset
         )
         first = self.transactions.close(header.producer_id)
         if kind is ControlType.ABORT and first is not None and not self.log.has_aborted_transaction(header.base_offset):

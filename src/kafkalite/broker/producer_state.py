@@ -46,6 +46,7 @@ class ProducerEntry:
     batches: deque[AppendedBatch] = field(default_factory=lambda: deque(maxlen=CACHED_BATCHES))
     last_timestamp: int = -1  # max timestamp of its last batch (DescribeProducers)
     coordinator_epoch: int = -1  # of the last marker written for it (DescribeProducers; fences older coordinators)
+    marker_offset: int = -1  # of its last marker at this epoch (transaction version 2 bumps the epoch at every EndTxn)
 
     @property
     def last_sequence(self) -> int:
@@ -122,14 +123,17 @@ class ProducerStateTable:
                 f"{entry.coordinator_epoch}"
             )
 
-    def observe_marker(self, producer_id: int, epoch: int, coordinator_epoch: int, timestamp: int) -> None:
-        """Record a written marker: a newer epoch replaces the entry (its sequences start again at 0)."""
+    def observe_marker(self, producer_id: int, epoch: int, coordinator_epoch: int, timestamp: int, offset: int) -> None:
+        """Record a marker written at `offset`: a newer epoch replaces the entry (its sequences start again at 0), and
+        until the producer writes at that epoch the marker is the log's only record of it."""
         entry = self._producers.get(producer_id)
         if entry is None or epoch > entry.epoch:
             previous = entry
             entry = ProducerEntry(epoch)
             entry.coordinator_epoch = previous.coordinator_epoch if previous else -1
             self._producers[producer_id] = entry
+        if epoch == entry.epoch:
+            entry.marker_offset = offset
         entry.coordinator_epoch = max(entry.coordinator_epoch, coordinator_epoch)
         entry.last_timestamp = timestamp
 
@@ -138,8 +142,16 @@ class ProducerStateTable:
         return dict(self._producers)
 
     def last_offsets(self) -> dict[int, int]:
-        """Producer id → last offset of its last appended batch: the batches a log cleaning must keep."""
-        return {pid: entry.batches[-1].last_offset for pid, entry in self._producers.items() if entry.batches}
+        """Producer id → the last offset of the batch that holds its state, which a log cleaning must keep: its last
+        data batch (sequences and epoch), or, when it has written none at its epoch, its last marker, the one record
+        of that epoch (Kafka keeps it too: after a restart the epoch still fences the producer's zombies)."""
+        kept = {}
+        for pid, entry in self._producers.items():
+            if entry.batches:
+                kept[pid] = entry.batches[-1].last_offset
+            elif entry.marker_offset >= 0:
+                kept[pid] = entry.marker_offset
+        return kept
 
     def max_producer_id(self) -> int:
         return max(self._producers, default=-1)
