@@ -9,6 +9,7 @@ from pathlib import Path
 
 import confluent_kafka
 import confluent_kafka.admin as ck_admin
+import kafka
 import kafka.admin
 import kafka.errors
 import pytest
@@ -21,6 +22,7 @@ pytestmark = [pytest.mark.interop, pytest.mark.timeout(180)]
 AUTHORIZER = {"authorizer.class.name": "kafkalite", "super.users": "User:admin"}
 TOPIC_AUTHORIZATION_FAILED = confluent_kafka.KafkaError.TOPIC_AUTHORIZATION_FAILED
 GROUP_AUTHORIZATION_FAILED = confluent_kafka.KafkaError.GROUP_AUTHORIZATION_FAILED
+PRODUCE = 0  # the Produce API key
 
 
 def creds(secured: Secured, user: str) -> Credentials:
@@ -205,6 +207,51 @@ def test_other_clients_are_refused_and_allowed_by_the_same_acls(authorized: Secu
     with pytest.raises((AssertionError, Exception)) as refused:
         c.produce(forbidden, [b"nope"])
     assert "uthoriz" in str(refused.value) or "TOPIC_AUTHORIZATION" in str(refused.value).upper(), refused.value
+
+
+def test_an_acks_all_produce_for_an_allowed_and_a_refused_topic_is_answered_for_each(authorized: Secured) -> None:
+    """One acks=all Produce request for two topics, bob allowed to write one and only to describe the other: the
+    authorizer narrows the request to the allowed topic, whose record is answered once fsynced (this broker fsyncs,
+    the default) and is in the log, and the other topic is answered TOPIC_AUTHORIZATION_FAILED in the same answer.
+    kafka-python drains every partition of a ready broker into one request, so a linger puts both in one."""
+    allowed, refused = _topic("open-"), _topic("closed-")
+    for topic in (allowed, refused):
+        create_topic(authorized, topic)
+    grant(
+        authorized,
+        acl(allowed, "User:bob", ck_admin.AclOperation.WRITE),
+        acl(refused, "User:bob", ck_admin.AclOperation.DESCRIBE),
+    )
+    stats = authorized.server.server.broker.stats
+    produce = stats.requests.api(PRODUCE, "Produce")
+    requests, refusals, rounds = produce.requests, produce.errors.get(TOPIC_AUTHORIZATION_FAILED, 0), stats.sync.rounds
+    producer = kafka.KafkaProducer(
+        **kafka_python_config(authorized.bootstrap("SASL_SSL"), creds(authorized, "bob")),
+        acks="all",
+        linger_ms=300,
+        retries=0,
+    )
+    try:
+        for topic in (allowed, refused):  # metadata first, so that both records go out in one Produce request
+            producer.partitions_for(topic)
+        kept, refusal = producer.send(allowed, b"kept"), producer.send(refused, b"nope")
+        assert kept.get(30).offset == 0
+        with pytest.raises(kafka.errors.TopicAuthorizationFailedError):
+            refusal.get(30)
+    finally:
+        producer.close(10)
+    assert produce.requests - requests == 1, "both topics went in one Produce request"
+    assert produce.errors.get(TOPIC_AUTHORIZATION_FAILED, 0) - refusals == 1
+    assert stats.sync.rounds > rounds
+    consumer = confluent_kafka.Consumer({**config(authorized, "admin"), "group.id": new_group()})
+    try:
+        consumer.assign([confluent_kafka.TopicPartition(allowed, 0, 0)])
+        message = consumer.poll(30)
+        assert message is not None
+        assert message.error() is None
+        assert message.value() == b"kept"
+    finally:
+        consumer.close()
 
 
 def test_acls_survive_restart(pki: Pki, tmp_path: Path) -> None:
