@@ -211,8 +211,9 @@ def test_other_clients_are_refused_and_allowed_by_the_same_acls(authorized: Secu
 
 def test_an_acks_all_produce_for_an_allowed_and_a_refused_topic_is_answered_for_each(authorized: Secured) -> None:
     """One acks=all Produce request for two topics, bob allowed to write one and only to describe the other: the
-    authorizer narrows the request to the allowed topic, whose record is answered once fsynced (this broker fsyncs,
-    the default) and is in the log, and the other topic is answered TOPIC_AUTHORIZATION_FAILED in the same answer.
+    authorizer narrows the request to the allowed topic, whose record is written, made durable by an fsync round
+    (this broker fsyncs, the default) and acknowledged, and the other topic is answered TOPIC_AUTHORIZATION_FAILED
+    in the same answer.
     kafka-python drains every partition of a ready broker into one request, so a linger puts both in one."""
     allowed, refused = _topic("open-"), _topic("closed-")
     for topic in (allowed, refused):
