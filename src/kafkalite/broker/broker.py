@@ -84,6 +84,7 @@ class Broker:
         )
         self._producer_ids = ProducerIds(None, self._save_producer_id_limit)
         self._retention_task: asyncio.Task[None] | None = None
+        self._producer_expiration_task: asyncio.Task[None] | None = None
         self.cleaner: LogCleaner | None = None
         self._long_polls: set[asyncio.Future[None]] = set()
         self._interrupted = False
@@ -150,6 +151,10 @@ class Broker:
         )
         await self._transactions.start()
         self._retention_task = asyncio.create_task(self._retention_loop(), name="kafkalite-retention")
+        self.expire_producers()  # the table was rebuilt from the log: what expired while the broker was down goes now
+        self._producer_expiration_task = asyncio.create_task(
+            self._producer_expiration_loop(), name="kafkalite-producer-expiration"
+        )
         self.cleaner = LogCleaner(
             self._all_partitions,
             backoff_s=self.config.log_cleaner_backoff_s,
@@ -192,9 +197,10 @@ class Broker:
             await self._groups.stop_storing()
         if self._transactions is not None:
             await self._transactions.close()
-        if self._retention_task is not None:
-            self._retention_task.cancel()
-            await asyncio.gather(self._retention_task, return_exceptions=True)
+        for task in (self._retention_task, self._producer_expiration_task):
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
         if self.cleaner is not None:
             await self.cleaner.close()
         for topic in self.topics.values():
@@ -675,6 +681,32 @@ class Broker:
             except Exception:  # a failed pass (say, a segment file that would not go) must not end retention
                 self.stats.retention.failures += 1
                 logger.exception("Retention pass failed; retrying in %ss", self.config.retention_check_interval_s)
+
+    async def _producer_expiration_loop(self) -> None:
+        interval_s = self.config.producer_id_expiration_check_interval_ms / 1000
+        while True:
+            await asyncio.sleep(interval_s)
+            try:
+                self.expire_producers()
+            except Exception:  # a bug here must not end the check for good
+                logger.exception("Producer expiration failed; retrying in %ss", interval_s)
+
+    def expire_producers(self, now_ms: int | None = None) -> int:
+        """Forget, in every partition, the producers idle for `producer.id.expiration.ms` (see
+        `ProducerStateTable.remove_expired`); return how many partition entries went. Synchronous on the loop: no
+        append is between its producer check and its `observe` (nothing awaits under a partition's lock), and were
+        one there, the worst would be an entry made again for a producer just forgotten."""
+        now = int(time.time() * 1000) if now_ms is None else now_ms
+        cutoff = now - self.config.producer_id_expiration_ms
+        removed = 0
+        for topic in list(self.topics.values()):
+            for partition in topic.partitions:
+                removed += len(partition.producers.remove_expired(cutoff, set(partition.transactions.producer_ids())))
+        if removed:
+            logger.info(
+                "Forgot %d producer states idle for more than %d ms", removed, self.config.producer_id_expiration_ms
+            )
+        return removed
 
     def apply_retention(self, now_ms: int | None = None) -> int:
         """Delete whole old segments of every partition per its retention configs; return how many went."""

@@ -12,12 +12,15 @@ The rules (Kafka's, for a producer with `enable.idempotence=true`):
   epoch than the last marker's (TRANSACTION_COORDINATOR_FENCED); a marker with a newer epoch (KIP-890 part 2 bumps
   the epoch at every EndTxn) moves the producer to it, so a late write of the old epoch is fenced here too.
 
-The table is rebuilt on start from the batch headers in the log (`observe`), so it survives restarts and crashes.
+The table is rebuilt on start from the batch headers in the log (`observe`), so it survives restarts and crashes. A
+producer idle for `producer.id.expiration.ms` with no transaction open is forgotten (`remove_expired`): its next batch
+is accepted at any sequence, and a log cleaning no longer keeps its last batch.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from kafkalite.errors import (
@@ -152,6 +155,17 @@ class ProducerStateTable:
             elif entry.marker_offset >= 0:
                 kept[pid] = entry.marker_offset
         return kept
+
+    def remove_expired(self, cutoff_ms: int, keep: Collection[int]) -> list[int]:
+        """Forget every producer whose last batch or marker is stamped at or before `cutoff_ms` (Kafka's
+        `producer.id.expiration.ms`, measured as Kafka measures it: from the batch's max timestamp), except those in
+        `keep` (producers with a transaction open here); return their ids."""
+        expired = [
+            pid for pid, entry in self._producers.items() if entry.last_timestamp <= cutoff_ms and pid not in keep
+        ]
+        for pid in expired:
+            del self._producers[pid]
+        return expired
 
     def max_producer_id(self) -> int:
         return max(self._producers, default=-1)

@@ -62,6 +62,8 @@ class BrokerConfig:
     transaction_max_timeout_ms: int = 900_000  # transaction.max.timeout.ms: the longest transaction.timeout.ms
     transaction_abort_interval_ms: int = 10_000  # transaction.abort.timed.out.transaction.cleanup.interval.ms
     transactional_id_expiration_ms: int = 604_800_000  # transactional.id.expiration.ms: idle ids are forgotten
+    producer_id_expiration_ms: int = 86_400_000  # producer.id.expiration.ms: idle producers' state is forgotten
+    producer_id_expiration_check_interval_ms: int = 600_000  # producer.id.expiration.check.interval.ms
     max_request_partition_size_limit: int = 2000  # DescribeTopicPartitions' cap on partitions per answer
     topic_defaults: Mapping[str, str] = field(default_factory=dict)  # broker-wide overrides of topic config defaults
     static_settings: Mapping[str, str] = field(default_factory=dict)  # key=value as loaded (server.properties)
@@ -226,6 +228,20 @@ _OWN_SETTINGS = [
                 "transaction coordinator forgets it.", between(1, INT32_MAX), read_only=True,
                 note="looked for at every transaction.abort.timed.out.transaction.cleanup.interval.ms."),
         "transactional_id_expiration_ms",
+    ),
+    BrokerKey(
+        Setting("producer.id.expiration.ms", _I, "86400000",
+                "How long a partition keeps the state of an idempotent or transactional producer (its epoch and last "
+                "sequences) after the producer's last batch, measured from the batch's timestamp; a producer with a "
+                "transaction open there is kept.", between(1, INT32_MAX), read_only=True,
+                note="looked for at every producer.id.expiration.check.interval.ms and at start."),
+        "producer_id_expiration_ms",
+    ),
+    BrokerKey(
+        Setting("producer.id.expiration.check.interval.ms", _I, "600000",
+                "How often partitions look for producers past producer.id.expiration.ms.", at_least(1),
+                read_only=True),
+        "producer_id_expiration_check_interval_ms",
     ),
     BrokerKey(
         Setting("max.request.partition.size.limit", _I, "2000",

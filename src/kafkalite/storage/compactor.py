@@ -16,9 +16,9 @@ A cleaning (Kafka's `Cleaner.doClean`) makes two passes over the cleanable part 
      except a producer's last batch (`CleaningContext.producer_last_offsets`), kept as a header-only batch so the
      producer's sequence and epoch survive a restart. A batch that keeps a tombstone without a horizon yet gets one.
      A control batch (transaction marker) is kept, stamped with a horizon, until the horizon has passed and no data
-     of its transaction was met in this pass before it; the producer's last marker is always kept (its epoch
-     fences zombies), as Kafka keeps it. An abort whose marker goes leaves the transaction index with it
-     (`CleaningOutcome.dropped_markers`).
+     of its transaction was met in this pass before it; a producer's marker named in `producer_last_offsets` (one
+     that wrote no data at the marker's epoch) is kept too, its epoch fencing zombies, as Kafka keeps it. An abort
+     whose marker goes leaves the transaction index with it (`CleaningOutcome.dropped_markers`).
 
 Offsets never change: survivors keep theirs, so the log gains gaps, which readers skip.
 
@@ -83,7 +83,8 @@ class AbortedTxn(Protocol):
 class CleaningContext:
     """What the broker knows that storage does not, handed to each cleaning.
 
-    `producer_last_offsets`: producer id → last offset of its last batch, for producers whose state must survive.
+    `producer_last_offsets`: producer id → last offset of the batch holding its state (its last data batch, or its
+    last marker when it wrote no data at the marker's epoch), for the producers the partition still knows.
     `aborted`: the aborted transactions of the partition (from the transaction index).
     `first_unstable_offset`: the first offset of an open transaction; nothing from its segment on is rewritten.
     """
