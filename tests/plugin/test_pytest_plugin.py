@@ -5,6 +5,7 @@ with `--kafka-bootstrap` pointing the same fixtures at another Kafka cluster (Ta
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -79,6 +80,20 @@ def test_the_fixtures_serve_every_client_library_with_no_configuration(pytester:
     pytester.makepyfile(test_clients=CLIENT_TESTS)
     result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=4)
+
+
+def guide_example(section: str) -> str:
+    """The first Python block under `## {section}` in docs/pytest-plugin.md, as a reader copies it."""
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "pytest-plugin.md").read_text()
+    after = guide.split(f"\n## {section}\n", 1)[1]
+    return after.split("```python\n", 1)[1].split("\n```", 1)[0]
+
+
+def test_the_guides_faststream_example_passes_as_written(pytester: pytest.Pytester) -> None:
+    """FastStream's subscriber, publisher, group and JSON on the wire through `kafka_bootstrap` and `kafka_topic`."""
+    pytester.makepyfile(test_faststream=guide_example("FastStream"))
+    result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
 
 
 def test_each_test_gets_its_own_topics_and_they_are_deleted_after_it(pytester: pytest.Pytester) -> None:
