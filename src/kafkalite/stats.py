@@ -125,13 +125,25 @@ class RetentionStats:
         self.segments_deleted = 0
 
 
+class ProducerExpirationStats:
+    """Checks for producers past `producer.id.expiration.ms`, and the partition entries they forgot."""
+
+    __slots__ = ("checks", "expired", "failures")
+
+    def __init__(self) -> None:
+        self.checks = 0
+        self.failures = 0
+        self.expired = 0
+
+
 class BrokerStats:
     """Everything the broker and the wire server count, in one place the HTTP layer reads."""
 
-    __slots__ = ("requests", "retention", "started_at", "sync")
+    __slots__ = ("producer_expiration", "requests", "retention", "started_at", "sync")
 
     def __init__(self) -> None:
         self.started_at = time.time()
         self.requests = RequestStats()
         self.sync = SyncStats()
         self.retention = RetentionStats()
+        self.producer_expiration = ProducerExpirationStats()

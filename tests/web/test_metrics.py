@@ -144,6 +144,29 @@ def test_dead_letters_and_retention_and_process_metrics_are_exposed(served: Thre
     assert any(name == "process_resident_memory_bytes" for name, _ in samples)
 
 
+def test_producer_states_are_counted_and_their_expiration_too(served: ThreadedServer, browser: Browser) -> None:
+    served.call(served.broker.create_topic("idempotent-metrics", 2))
+    producer = Producer({"bootstrap.servers": served.bootstrap, "enable.idempotence": True})
+    for partition in (0, 1):
+        producer.produce("idempotent-metrics", b"v", partition=partition)
+    assert producer.flush(30) == 0
+    before = scrape(browser)
+    assert value(before, "kafkalite_producer_ids") >= 2  # one producer, two partitions
+
+    async def expire_all() -> int:
+        return served.broker.expire_producers(now_ms=int(time.time() * 1000) + 2 * 86_400_000)
+
+    forgotten = served.call(expire_all())
+    after = scrape(browser)
+    assert forgotten >= 2
+    assert value(after, "kafkalite_producer_ids") == 0
+    assert (
+        value(after, "kafkalite_producer_ids_expired_total") - value(before, "kafkalite_producer_ids_expired_total")
+        == forgotten
+    )
+    assert value(after, "kafkalite_producer_expiration_failures_total") == 0
+
+
 def test_every_metric_the_grafana_dashboard_queries_is_exported(served: ThreadedServer, browser: Browser) -> None:
     dashboard = json.loads((Path(__file__).parents[2] / "docs" / "grafana-dashboard.json").read_text())
     queried = set()

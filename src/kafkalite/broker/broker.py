@@ -689,6 +689,7 @@ class Broker:
             try:
                 self.expire_producers()
             except Exception:  # a bug here must not end the check for good
+                self.stats.producer_expiration.failures += 1
                 logger.exception("Producer expiration failed; retrying in %ss", interval_s)
 
     def expire_producers(self, now_ms: int | None = None) -> int:
@@ -702,6 +703,8 @@ class Broker:
         for topic in list(self.topics.values()):
             for partition in topic.partitions:
                 removed += len(partition.producers.remove_expired(cutoff, set(partition.transactions.producer_ids())))
+        self.stats.producer_expiration.checks += 1
+        self.stats.producer_expiration.expired += removed
         if removed:
             logger.info(
                 "Forgot %d producer states idle for more than %d ms", removed, self.config.producer_id_expiration_ms

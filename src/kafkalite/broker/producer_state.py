@@ -67,6 +67,9 @@ class ProducerStateTable:
     def __init__(self) -> None:
         self._producers: dict[int, ProducerEntry] = {}
 
+    def __len__(self) -> int:
+        return len(self._producers)
+
     def check(self, header: BatchHeader) -> None:
         """Raise if the batch must not be appended: duplicate (with the original offsets), fenced, or out of order."""
         entry = self._producers.get(header.producer_id)

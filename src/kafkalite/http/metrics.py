@@ -252,6 +252,20 @@ class BrokerCollector(Collector):
         yield CounterMetricFamily(
             "kafkalite_retention_failures", "Retention passes that failed", value=retention.failures
         )
+        producers = self.broker.stats.producer_expiration
+        yield GaugeMetricFamily(
+            "kafkalite_producer_ids",
+            "Idempotent and transactional producers whose state the partitions keep, summed over partitions",
+            value=sum(len(p.producers) for topic in list(self.broker.topics.values()) for p in topic.partitions),
+        )
+        yield CounterMetricFamily(
+            "kafkalite_producer_ids_expired",
+            "Partition entries forgotten by producer.id.expiration.ms",
+            value=producers.expired,
+        )
+        yield CounterMetricFamily(
+            "kafkalite_producer_expiration_failures", "Producer expiration checks that failed", value=producers.failures
+        )
         yield GaugeMetricFamily(
             "kafkalite_uptime_seconds",
             "Seconds since the broker started",
