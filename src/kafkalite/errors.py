@@ -8,6 +8,7 @@ a lookup table of its own::
     ├── CorruptRecordError           bytes that are not a valid RecordBatch v2 (code 2, CORRUPT_MESSAGE)
     ├── ProtocolError                bytes that break the wire protocol: the server closes that connection
     ├── StorageError                 the disk refused a write, fsync or open
+    │   └── DataDirectoryInUseError  another broker holds the data directory's lock
     ├── OffsetOutOfRangeError        read below the log start or past the log end (code 1)
     ├── TopicError
     │   ├── UnknownTopicError        no such topic (code 3, UNKNOWN_TOPIC_OR_PARTITION)
@@ -64,6 +65,10 @@ class StorageError(KafkaLiteError):
     """The file system refused an open, write, fsync or rename; the log is left valid up to the last good batch."""
 
     error_code = 56  # KAFKA_STORAGE_ERROR
+
+
+class DataDirectoryInUseError(StorageError):
+    """Another broker holds the data directory's lock (`storage.directory_lock`); this one must not open it."""
 
 
 class OffsetOutOfRangeError(KafkaLiteError):

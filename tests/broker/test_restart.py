@@ -4,6 +4,7 @@ idempotent-producer table and the compacted offsets log. (The memory engine keep
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 
 import pytest
@@ -148,3 +149,20 @@ async def test_concurrent_commits_are_replayed_as_committed(files: BrokerFactory
     async with files(offsets_segment_bytes=2048, log_cleaner_enable=False) as broker:
         replayed = {(g, p): broker.offsets.fetch(g, TOPIC, p) for g, p in expected}
         assert {k: v.offset for k, v in replayed.items() if v} == expected
+
+
+async def test_a_second_broker_over_the_same_data_directory_is_refused(files: BrokerFactory) -> None:
+    """One broker per data directory, as Kafka locks its log directories: a second `Broker` (here in the same
+    process) is refused before it reads a file, the first keeps working, and after its close the directory is free."""
+    async with files() as first:
+        await first.create_topic(TOPIC, partitions=1)
+        second = files()
+        with pytest.raises(
+            errors.DataDirectoryInUseError, match=f"in use by another broker \\(process {os.getpid()}\\)"
+        ):
+            await second.start()
+        assert second.topics == {}  # refused before loading anything
+        async with first.producer() as producer:
+            assert (await producer.send(TOPIC, b"still mine")).offset == 0
+    async with files() as after:
+        assert after.partition(TOPIC, 0).high_watermark == 1

@@ -57,6 +57,29 @@ def test_busy_port_exits_non_zero_with_one_line() -> None:
     assert "Traceback" not in done.stderr
 
 
+def test_a_second_broker_over_a_data_directory_in_use_exits_non_zero_with_one_line(serve: Serve) -> None:
+    """Kafka's lock on its log directory: two brokers over one directory would overwrite each other's records. The
+    first keeps serving; once it is killed with -9, the directory is free again."""
+    first = serve(*THROWAWAY)
+    assert first.process is not None
+    done = subprocess.run(
+        serve_command("--host", "127.0.0.1", "--port", "0", "--data-dir", str(first.data_dir), "--no-http"),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 2
+    errors = [line for line in done.stderr.splitlines() if " | " not in line]
+    assert errors == [
+        f"kafkalite: data directory {first.data_dir} is in use by another broker (process {first.process.pid}); "
+        "stop it first, or use another directory"
+    ], done.stderr
+    with socket.create_connection(("127.0.0.1", first.port), timeout=10):  # the first one still serves
+        pass
+    first.kill()
+    assert serve(*THROWAWAY, data_dir=first.data_dir).port > 0
+
+
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_signal_finishes_in_flight_request_then_exits_0(serve: Serve, signum: int) -> None:
     broker = serve(*THROWAWAY)

@@ -48,7 +48,7 @@ from kafkalite.errors import (
 from kafkalite.groups import ConsumerGroupConfig, GroupConfig, TopicImage
 from kafkalite.protocol.records import BatchHeader, Record, RecordToWrite, build_batch, read_header
 from kafkalite.stats import BrokerStats
-from kafkalite.storage import FileRecords, MemoryLog, PartitionLog
+from kafkalite.storage import DirectoryLock, FileRecords, MemoryLog, PartitionLog
 
 logger = logging.getLogger("kafkalite.broker")
 
@@ -83,6 +83,7 @@ class Broker:
             None if self.config.data_dir is None else MetadataStore(self.config.data_dir, fsync=self.config.fsync)
         )
         self._producer_ids = ProducerIds(None, self._save_producer_id_limit)
+        self._directory_lock: DirectoryLock | None = None  # held from start to close when there is a data_dir
         self._retention_task: asyncio.Task[None] | None = None
         self._producer_expiration_task: asyncio.Task[None] | None = None
         self.cleaner: LogCleaner | None = None
@@ -117,6 +118,17 @@ class Broker:
         if self._started:
             return
         began = time.perf_counter()
+        if self._store is not None:
+            # Before anything is read: a second broker over these files would overwrite the first one's records.
+            self._directory_lock = DirectoryLock.acquire(self._store.data_dir)
+        try:
+            await self._start(began)
+        except BaseException:
+            if self._directory_lock is not None:
+                self._directory_lock.release()
+            raise
+
+    async def _start(self, began: float) -> None:
         if self._store is not None:
             await asyncio.to_thread(self._load_from_disk, self._store)
         else:
@@ -206,6 +218,8 @@ class Broker:
         for topic in self.topics.values():
             for partition in topic.partitions:
                 partition.log.close()
+        if self._directory_lock is not None:
+            self._directory_lock.release()  # last: the files are closed, the next broker may take them
         logger.info("Broker %d closed", self.node_id)
 
     def _check_open(self) -> None:

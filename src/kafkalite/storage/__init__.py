@@ -2,6 +2,7 @@
 
 from kafkalite.storage.atomic_file import read_file, write_atomically
 from kafkalite.storage.base import Log, LogConfig
+from kafkalite.storage.directory_lock import DirectoryLock
 from kafkalite.storage.file_records import FileRecords
 from kafkalite.storage.memory_log import MemoryLog
 from kafkalite.storage.partition_log import PartitionLog
@@ -9,6 +10,7 @@ from kafkalite.storage.transaction_index import AbortedTxn, TransactionIndex
 
 __all__ = [
     "AbortedTxn",
+    "DirectoryLock",
     "FileRecords",
     "Log",
     "LogConfig",
