@@ -4,9 +4,14 @@ positions, formats, groups, counts; bad input gets one line and exit status 2.""
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import confluent_kafka
+import confluent_kafka.admin
 import pytest
 
 from .conftest import ONE_PER_BATCH, ClusterUnderTest, lines, produce_lines
@@ -119,6 +124,41 @@ def test_follow_stops_at_count(kafkalite_cluster: ClusterUnderTest) -> None:
     kafkalite_cluster.ok("topics", "create", "live", "-p", "1")
     produce_lines(kafkalite_cluster, "live", ["one", "two"])
     assert lines(kafkalite_cluster.ok("consume", "live", "--follow", "-n", "2")) == ["one", "two"]
+
+
+def group_members(bootstrap: str, group: str) -> int:
+    admin = confluent_kafka.admin.AdminClient({"bootstrap.servers": bootstrap})
+    return len(admin.describe_consumer_groups([group])[group].result(10).members)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_following_group_consumer_stopped_by_a_signal_leaves_its_group(
+    kafkalite_cluster: ClusterUnderTest, signum: int
+) -> None:
+    """`kafkalite consume --group G --follow` run as a service and stopped the way services are (SIGTERM from a
+    supervisor, Ctrl-C by hand): it leaves the group at once instead of holding its partitions for the 45 s of its
+    session, and exits 143 or 130."""
+    group = f"follower-{signum}"
+    kafkalite_cluster.ok("topics", "create", group, "-p", "1")
+    command = ["consume", group, "--group", group, "--follow", "-b", kafkalite_cluster.bootstrap]
+    follower = subprocess.Popen(
+        [sys.executable, "-m", "kafkalite.cli", *command],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while group_members(kafkalite_cluster.bootstrap, group) != 1:
+            assert time.monotonic() < deadline, "the follower never joined its group"
+            time.sleep(0.2)
+        follower.send_signal(signum)
+        assert follower.wait(10) == (143 if signum == signal.SIGTERM else 130)
+        assert "Traceback" not in (follower.stderr.read() if follower.stderr else "")
+        assert group_members(kafkalite_cluster.bootstrap, group) == 0  # left, not waiting out its session
+    finally:
+        follower.kill()
+        follower.wait()
 
 
 def test_bad_input_is_one_line(cluster: ClusterUnderTest, tmp_path: Path) -> None:

@@ -13,7 +13,9 @@ import functools
 import json
 import logging
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar
 
@@ -76,13 +78,31 @@ def cluster_command(function: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread like Ctrl-C's KeyboardInterrupt, so that a command's `finally` runs (a
+    consumer leaves its group and commits) before the process exits with 143."""
+
+
+def _terminated(signum: int, frame: object) -> None:
+    raise Terminated
+
+
 class one_line_errors:  # used as a context manager, reads as a phrase
-    """AdminError → `kafkalite: <message>` and exit 2; Ctrl-C → exit 130; a closed stdout (`| head`) → exit 0."""
+    """AdminError → `kafkalite: <message>` and exit 2; Ctrl-C → exit 130; SIGTERM → the same clean unwinding, exit
+    143; a closed stdout (`| head`) → exit 0."""
+
+    def __init__(self) -> None:
+        self._previous: Any = None
 
     def __enter__(self) -> None:
-        return None
+        if threading.current_thread() is threading.main_thread():  # only the main thread may set handlers
+            self._previous = signal.signal(signal.SIGTERM, _terminated)
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> Literal[False]:
+        if self._previous is not None:
+            signal.signal(signal.SIGTERM, self._previous)
+        if isinstance(exc, Terminated):
+            sys.exit(143)
         if isinstance(exc, AdminError):
             fail(str(exc))
         if isinstance(exc, KafkaException):  # a client call the admin layer does not wrap
