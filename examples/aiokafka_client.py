@@ -26,10 +26,13 @@ async def create_topic() -> None:
     admin = AIOKafkaAdminClient(bootstrap_servers=BOOTSTRAP)
     await admin.start()
     try:
-        await admin.create_topics([NewTopic(TOPIC, num_partitions=2, replication_factor=1)])
-        print(f"created topic {TOPIC} with 2 partitions")
-    except TopicAlreadyExistsError:
-        pass
+        # aiokafka returns the per-topic error codes instead of raising them: 36 is TOPIC_ALREADY_EXISTS.
+        answer = await admin.create_topics([NewTopic(TOPIC, num_partitions=2, replication_factor=1)])
+        [(_, code, *_)] = answer.topic_errors
+        if code == 0:
+            print(f"created topic {TOPIC} with 2 partitions")
+        elif code != TopicAlreadyExistsError.errno:
+            raise RuntimeError(f"creating {TOPIC} failed with error code {code}")
     finally:
         await admin.close()
 

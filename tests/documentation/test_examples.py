@@ -97,3 +97,6 @@ def test_aiokafka_client(served: ThreadedServer) -> None:
     assert "created topic sensor-readings with 2 partitions" in out
     assert "read this run's 20 readings and committed" in out
     assert "end offsets: 0=" in out
+    again = run_example("aiokafka_client.py", {"KAFKA_BOOTSTRAP": served.bootstrap}).stdout
+    assert "created topic" not in again  # the topic was there: nothing is claimed
+    assert "read this run's 20 readings and committed" in again

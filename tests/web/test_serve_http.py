@@ -77,6 +77,7 @@ def test_busy_http_port_exits_non_zero_with_one_line() -> None:
     errors = [line for line in done.stderr.splitlines() if " | " not in line]
     assert len(errors) == 1, done.stderr
     assert f"cannot serve the console on 127.0.0.1:{port}" in errors[0]
+    assert "--http-port 0 picks a free port, --no-http turns the console off" in errors[0]
     assert "Traceback" not in done.stderr
 
 

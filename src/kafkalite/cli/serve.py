@@ -236,7 +236,10 @@ async def _serve(settings: ServeSettings, http: tuple[str, int] | None, http_tls
                 await console.start()
             except OSError as exc:
                 await server.close()
-                raise _ListenError(f"cannot serve the console on {http[0]}:{http[1]}: {exc.strerror or exc}") from None
+                raise _ListenError(
+                    f"cannot serve the console on {http[0]}:{http[1]}: {exc.strerror or exc} "
+                    "(--http-port 0 picks a free port, --no-http turns the console off)"
+                ) from None
         where = config.data_dir if config.data_dir is not None else "memory only"
         fsync = "fsync before acks=all" if config.fsync else "no fsync"
         web = f"; console {console.url}" if console is not None else ""
