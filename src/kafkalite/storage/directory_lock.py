@@ -13,7 +13,7 @@ import fcntl
 import os
 from pathlib import Path
 
-from kafkalite.errors import DataDirectoryInUseError, StorageError
+from kafkalite.errors import DataDirectoryInUseError
 
 LOCK_FILE = ".lock"
 
@@ -27,13 +27,11 @@ class DirectoryLock:
 
     @classmethod
     def acquire(cls, data_dir: Path) -> DirectoryLock:
-        """Lock `data_dir` (created if missing) for this broker, or raise `DataDirectoryInUseError`."""
+        """Lock `data_dir` (created if missing) for this broker, or raise `DataDirectoryInUseError`. A directory that
+        cannot be made or opened raises the `OSError` (with its file name), as any other file of the broker would."""
         path = data_dir / LOCK_FILE
-        try:
-            data_dir.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        except OSError as exc:
-            raise StorageError(f"cannot lock data directory {data_dir}: {exc.strerror or exc}") from exc
+        data_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -43,9 +41,9 @@ class DirectoryLock:
             raise DataDirectoryInUseError(
                 f"data directory {data_dir} is in use by another broker{by}; stop it first, or use another directory"
             ) from None
-        except OSError as exc:
+        except BaseException:
             os.close(fd)
-            raise StorageError(f"cannot lock data directory {data_dir}: {exc.strerror or exc}") from exc
+            raise
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         return cls(path, fd)
