@@ -2,7 +2,7 @@
 
 Embedded::
 
-    async with kafkalite.Broker(data_dir="./data") as broker:      # data_dir=None: in memory
+    async with kafkalite.Broker(data_dir="./app-data") as broker:  # data_dir=None: in memory
         await broker.create_topic("orders", partitions=3)
         async with broker.producer() as producer:
             meta = await producer.send("orders", b"payload", key=b"user-1")

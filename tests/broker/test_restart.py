@@ -166,3 +166,23 @@ async def test_a_second_broker_over_the_same_data_directory_is_refused(files: Br
             assert (await producer.send(TOPIC, b"still mine")).offset == 0
     async with files() as after:
         assert after.partition(TOPIC, 0).high_watermark == 1
+
+
+async def test_the_data_directory_is_free_after_a_close_that_failed_and_a_closed_broker_does_not_start_again(
+    files: BrokerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broker = files()
+    await broker.start()
+    await broker.create_topic(TOPIC, partitions=1)
+
+    def broken_close() -> None:
+        raise OSError("the disk went away")
+
+    monkeypatch.setattr(broker.partition(TOPIC, 0).log, "close", broken_close)
+    with pytest.raises(OSError, match="the disk went away"):
+        await broker.close()
+    with pytest.raises(errors.ClosedError):
+        await broker.start()
+    monkeypatch.undo()
+    async with files() as after:  # the lock went with the failed close
+        assert after.partition(TOPIC, 0).high_watermark == 0

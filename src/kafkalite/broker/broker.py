@@ -115,6 +115,7 @@ class Broker:
         return self.config.data_dir
 
     async def start(self) -> None:
+        self._check_open()  # a closed broker is not started again: its tasks would run with nothing to stop them
         if self._started:
             return
         began = time.perf_counter()
@@ -204,6 +205,13 @@ class Broker:
         if self._closed:
             return
         self._closed = True
+        try:
+            await self._close()
+        finally:  # last, and whatever failed before: the files are closed (or never will be by this broker)
+            if self._directory_lock is not None:
+                self._directory_lock.release()
+
+    async def _close(self) -> None:
         if self._groups is not None:
             self._groups.close()
             await self._groups.stop_storing()
@@ -218,8 +226,6 @@ class Broker:
         for topic in self.topics.values():
             for partition in topic.partitions:
                 partition.log.close()
-        if self._directory_lock is not None:
-            self._directory_lock.release()  # last: the files are closed, the next broker may take them
         logger.info("Broker %d closed", self.node_id)
 
     def _check_open(self) -> None:

@@ -79,28 +79,42 @@ def cluster_command(function: F) -> F:
 
 
 class Terminated(BaseException):
-    """SIGTERM, raised in the main thread like Ctrl-C's KeyboardInterrupt, so that a command's `finally` runs (a
-    consumer leaves its group and commits) before the process exits with 143."""
+    """SIGTERM, raised in the main thread like Ctrl-C's KeyboardInterrupt (see `stopped_by_sigterm`)."""
 
 
 def _terminated(signum: int, frame: object) -> None:
     raise Terminated
 
 
-class one_line_errors:  # used as a context manager, reads as a phrase
-    """AdminError → `kafkalite: <message>` and exit 2; Ctrl-C → exit 130; SIGTERM → the same clean unwinding, exit
-    143; a closed stdout (`| head`) → exit 0."""
+_UNSET = object()
+
+
+class stopped_by_sigterm:  # used as a context manager, reads as a phrase
+    """Within it SIGTERM unwinds like Ctrl-C, so that the command's `finally` runs (a group consumer commits and
+    leaves its group) and `one_line_errors` exits 143. Only for loops that are safe to leave at any point: a command
+    that must not stop halfway (a migration saving its offset map) keeps SIGTERM's default."""
 
     def __init__(self) -> None:
-        self._previous: Any = None
+        self._previous: Any = _UNSET
 
     def __enter__(self) -> None:
         if threading.current_thread() is threading.main_thread():  # only the main thread may set handlers
             self._previous = signal.signal(signal.SIGTERM, _terminated)
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> Literal[False]:
-        if self._previous is not None:
-            signal.signal(signal.SIGTERM, self._previous)
+        if self._previous is not _UNSET:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if self._previous is None else self._previous)
+        return False
+
+
+class one_line_errors:  # used as a context manager, reads as a phrase
+    """AdminError → `kafkalite: <message>` and exit 2; Ctrl-C → exit 130; SIGTERM inside `stopped_by_sigterm` →
+    exit 143; a closed stdout (`| head`) → exit 0."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> Literal[False]:
         if isinstance(exc, Terminated):
             sys.exit(143)
         if isinstance(exc, AdminError):

@@ -9,7 +9,7 @@ import click
 
 from kafkalite.admin import ClientSettings, Cluster
 from kafkalite.admin.consume import RecordStream, StartPosition
-from kafkalite.cli._cluster import cluster_command
+from kafkalite.cli._cluster import cluster_command, stopped_by_sigterm
 from kafkalite.cli._common import fail
 from kafkalite.cli.formats import FormatError, formatter
 
@@ -108,9 +108,10 @@ def consume(
     )
     out = sys.stdout.buffer
     try:
-        for batch in stream.batches():
-            out.write(render(batch))
-            out.flush()
-            stream.done(batch)
+        with stopped_by_sigterm():  # a service manager's stop: leave the group now, not after the session
+            for batch in stream.batches():
+                out.write(render(batch))
+                out.flush()
+                stream.done(batch)
     finally:
         stream.close()

@@ -3,7 +3,7 @@
 The domain `kafkalite.broker.Broker` knows nothing of clients (layers point one way), so the public class lives
 here, one layer up, and adds the two factories the embedded API promises::
 
-    async with kafkalite.Broker(data_dir="./data") as broker:
+    async with kafkalite.Broker(data_dir="./app-data") as broker:
         await broker.create_topic("orders", partitions=3)
         async with broker.producer() as producer:
             await producer.send("orders", b"payload", key=b"user-1")
