@@ -14,6 +14,8 @@ import confluent_kafka
 import pytest
 from certs import Pki
 
+from interop.served import ServedBroker
+
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
 
 
@@ -44,6 +46,28 @@ def test_users_set_list_delete(tmp_path: Path) -> None:
     assert weak.returncode == 2
     empty = kafkalite("users", "set", "dave", "--password-stdin", "--data-dir", data, stdin="\n")
     assert (empty.returncode, empty.stderr.strip()) == (2, "kafkalite: empty password")
+
+
+def test_users_are_not_edited_under_a_running_broker(tmp_path: Path) -> None:
+    """That broker keeps its own copy of the users and would write over the edit: `set` and `delete` are refused
+    while it holds the data directory, and work again once it has stopped."""
+    data = tmp_path / "data"
+    assert kafkalite("users", "set", "alice", "--password-stdin", "--data-dir", str(data), stdin="a\n").returncode == 0
+    broker = ServedBroker(data, tmp_path / "serve.log", "--fsync", "never")
+    broker.start()
+    try:
+        assert broker.process is not None
+        refused = kafkalite("users", "set", "bob", "--password-stdin", "--data-dir", str(data), stdin="b\n")
+        assert (refused.returncode, refused.stderr.strip()) == (
+            2,
+            f"kafkalite: data directory {data} is in use by another broker (process {broker.process.pid}); stop it "
+            "first, or use another directory; a running broker takes user changes through AlterUserScramCredentials",
+        )
+        assert kafkalite("users", "delete", "alice", "--data-dir", str(data)).returncode == 2
+        assert kafkalite("users", "list", "--data-dir", str(data)).stdout.startswith("alice\t")  # reading is fine
+    finally:
+        assert broker.stop() == 0
+    assert kafkalite("users", "set", "bob", "--password-stdin", "--data-dir", str(data), stdin="b\n").returncode == 0
 
 
 @pytest.fixture

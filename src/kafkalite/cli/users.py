@@ -4,18 +4,23 @@
     kafkalite users list --data-dir DIR
     kafkalite users delete NAME [--mechanism M] --data-dir DIR
 
-Passwords are stored salted and hashed (`security.credentials`); `list` never shows a password or a hash.
+Passwords are stored salted and hashed (`security.credentials`); `list` never shows a password or a hash. `set` and
+`delete` hold the data directory's lock while they write, so they are refused while a broker runs over it (that
+broker keeps its own copy of the users and would write over the edit).
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
 
 from kafkalite.cli._common import fail
-from kafkalite.errors import KafkaLiteError
+from kafkalite.errors import DataDirectoryInUseError, KafkaLiteError
+from kafkalite.storage import DirectoryLock
 
 
 @click.group()
@@ -27,6 +32,23 @@ def users() -> None:
 
 
 _MECHANISMS = click.Choice(["SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"], case_sensitive=False)
+
+
+@contextmanager
+def _offline(data_dir: Path) -> Iterator[None]:
+    """The data directory, locked as a broker locks it, for the length of an edit."""
+    try:
+        lock = DirectoryLock.acquire(data_dir)
+    except DataDirectoryInUseError as exc:
+        fail(f"{exc}; a running broker takes user changes through AlterUserScramCredentials")
+    except OSError as exc:
+        fail(f"cannot use --data-dir {data_dir}: {exc.strerror or exc}")
+    try:
+        yield
+    finally:
+        lock.release()
+
+
 _DATA_DIR = click.option("--data-dir", default="./data", show_default=True, help="The broker's data directory.")
 
 
@@ -47,7 +69,8 @@ def users_set(name: str, mechanism: str, password_stdin: bool, iterations: int, 
     if not password:
         fail("empty password")
     try:
-        CredentialStore(Path(data_dir)).set_password(name, mechanism.upper(), password, iterations)
+        with _offline(Path(data_dir)):
+            CredentialStore(Path(data_dir)).set_password(name, mechanism.upper(), password, iterations)
     except KafkaLiteError as exc:
         fail(str(exc))
     click.echo(f"{mechanism.upper()} credential set for user {name}")
@@ -76,7 +99,8 @@ def users_delete(name: str, mechanism: str | None, data_dir: str) -> None:
     from kafkalite.security.credentials import CredentialStore
 
     try:
-        removed = CredentialStore(Path(data_dir)).delete(name, mechanism.upper() if mechanism else None)
+        with _offline(Path(data_dir)):
+            removed = CredentialStore(Path(data_dir)).delete(name, mechanism.upper() if mechanism else None)
     except KafkaLiteError as exc:
         fail(str(exc))
     if not removed:
