@@ -126,12 +126,11 @@ class RetentionStats:
 
 
 class ProducerExpirationStats:
-    """Checks for producers past `producer.id.expiration.ms`, and the partition entries they forgot."""
+    """Partition entries forgotten by `producer.id.expiration.ms`, and checks that failed."""
 
-    __slots__ = ("checks", "expired", "failures")
+    __slots__ = ("expired", "failures")
 
     def __init__(self) -> None:
-        self.checks = 0
         self.failures = 0
         self.expired = 0
 

@@ -723,7 +723,6 @@ class Broker:
         for topic in list(self.topics.values()):
             for partition in topic.partitions:
                 removed += len(partition.producers.remove_expired(cutoff, set(partition.transactions.producer_ids())))
-        self.stats.producer_expiration.checks += 1
         self.stats.producer_expiration.expired += removed
         if removed:
             logger.info(

@@ -21,8 +21,7 @@ LOCK_FILE = ".lock"
 class DirectoryLock:
     """The held lock of one data directory; `release` (or the process's end) lets the next broker take it."""
 
-    def __init__(self, path: Path, fd: int) -> None:
-        self.path = path
+    def __init__(self, fd: int) -> None:
         self._fd = fd
 
     @classmethod
@@ -50,11 +49,7 @@ class DirectoryLock:
         except BaseException:
             os.close(fd)
             raise
-        return cls(path, fd)
-
-    @property
-    def held(self) -> bool:
-        return self._fd >= 0
+        return cls(fd)
 
     def release(self) -> None:
         """Unlock (closing the file releases the `flock`); the file stays for the next broker."""
