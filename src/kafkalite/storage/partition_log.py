@@ -35,9 +35,10 @@ this engine adds the files (deleting segments, `log-start-offset`, lowering `rec
 Durability (group commit): `append` writes to the page cache and bumps `_write_sequence`. `sync()` waits until a
 completed fsync round covers the caller's sequence: a round snapshots the sequence and the segments written since the
 last round, and fsyncs their `.log` files (plus the directory when segments were created or deleted) in a worker
-thread, on duplicated file descriptors, so the event loop never blocks and closing a segment cannot pull a descriptor
-away from a running fsync. A caller arriving while a round is in flight waits for it, then for the next round, which
-one of those waiting starts; every caller waiting at that moment shares it. `fsync=False` turns `sync` into a no-op
+thread (`group_commit`: one thread runs the rounds of every log in batches), on duplicated file descriptors, so the
+event loop never blocks and closing a segment cannot pull a descriptor away from a running fsync. A caller arriving
+while a round is in flight waits for it, then for the next round, which one of those waiting starts; every caller
+waiting at that moment shares it. `fsync=False` turns `sync` into a no-op
 and every fsync above into nothing (the checkpoint files are still renamed into place, which is enough for kill -9).
 A failed fsync stops the log for writes (appends and syncs raise `StorageError`; reads go on) until it is reopened:
 the kernel may have dropped the dirty pages and would let a later fsync succeed over the hole.
@@ -68,6 +69,7 @@ after the offset asked for.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import threading
@@ -92,6 +94,7 @@ from kafkalite.storage.file_cleaning import (
 )
 from kafkalite.storage.file_ops import FileOps, replace_atomically
 from kafkalite.storage.file_records import TRUNCATED_SUFFIX, FileRecords
+from kafkalite.storage.group_commit import run_fsync_job
 from kafkalite.storage.policy import DEFAULT_CONFIG, wall_clock_ms
 from kafkalite.storage.segment import LOG_SUFFIX, Segment, storage_error
 from kafkalite.storage.segmented_log import SegmentedLog
@@ -630,7 +633,7 @@ class PartitionLog(SegmentedLog[Segment]):
             raise
         began = time.perf_counter()
         try:
-            await asyncio.to_thread(self._fsync_descriptors, fds, sync_directory)
+            await run_fsync_job(functools.partial(self._fsync_descriptors, fds, sync_directory))
         except StorageError as exc:
             if self.sync_stats is not None:
                 self.sync_stats.failures += 1
