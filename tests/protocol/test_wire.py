@@ -16,6 +16,7 @@ from kio.serial import entity_reader, entity_writer
 from kio.serial.readers import read_unsigned_varint
 
 from kafkalite.protocol.wire import (
+    LARGE_FRAME_BYTES,
     FrameBuffer,
     ProtocolError,
     RequestHeader,
@@ -47,6 +48,10 @@ def read_into(frames: FrameBuffer, data: bytes) -> bool:
 def drain(frames: FrameBuffer) -> list[bytes]:
     taken = []
     while (frame := frames.next_frame()) is not None:
+        if type(frame) is memoryview:  # a large frame that was at the front when its body began to arrive
+            assert len(frame) >= LARGE_FRAME_BYTES
+            assert frame.readonly
+            frame = frame.tobytes()
         assert type(frame) is bytes
         taken.append(frame)
     return taken
@@ -111,19 +116,100 @@ def test_unread_bytes_are_moved_to_the_front_intact(first_body: int, second_body
     assert drain(frames) == [second]
 
 
-@pytest.mark.parametrize(("frame_bytes", "kept"), [(1_000_000, True), (9_000_000, False)], ids=["1-MB", "9-MB"])
-def test_the_buffer_grows_for_a_large_frame_and_keeps_it_up_to_8_mib(frame_bytes: int, kept: bool) -> None:
+def test_the_buffer_grows_for_a_frame_under_the_large_size_and_keeps_it() -> None:
     frames = FrameBuffer(initial_bytes=64 * 1024)
-    large = b"L" * frame_bytes
-    read_into(frames, framed(large) + framed(b"next")[:2])
-    assert frames.capacity >= frame_bytes + 4
-    assert drain(frames) == [large]
+    medium = b"M" * (LARGE_FRAME_BYTES - 1)
+    read_into(frames, framed(medium) + framed(b"next")[:2])
+    assert frames.capacity >= len(medium) + 4
+    assert drain(frames) == [medium]
     read_into(frames, framed(b"next")[2:])
     assert drain(frames) == [b"next"]
     frames.writable()
-    assert (frames.capacity >= frame_bytes + 4) if kept else (frames.capacity == 64 * 1024)
+    assert frames.capacity >= len(medium) + 4  # kept for the next one
     assert frames.release()
     assert frames.capacity == 0
+
+
+@pytest.mark.parametrize("frame_bytes", [LARGE_FRAME_BYTES, 1_000_000, 9_000_000], ids=["256-KiB", "1-MB", "9-MB"])
+def test_a_large_frame_is_read_into_a_buffer_of_its_own_and_handed_out_uncopied(frame_bytes: int) -> None:
+    frames = FrameBuffer(initial_bytes=64 * 1024)
+    large = bytes(range(256)) * (frame_bytes // 256) + b"z" * (frame_bytes % 256)
+    read_into(frames, framed(large) + framed(b"next") + framed(b"after")[:3])
+    assert frames.capacity == 64 * 1024  # the receive buffer did not grow for it
+    frame = frames.next_frame()
+    assert type(frame) is memoryview
+    assert frame.readonly
+    assert frame == large
+    assert frames.next_frame() == b"next"
+    read_into(frames, framed(b"after")[3:])
+    assert frames.next_frame() == b"after"
+    assert frame == large  # the view stays intact after later frames
+
+
+def test_a_large_frame_buffer_is_reused_only_once_no_view_of_it_is_left() -> None:
+    frames = FrameBuffer(initial_bytes=64 * 1024)
+    first, second, third = (bytes([n]) * 600_000 for n in (1, 2, 3))
+    read_into(frames, framed(first))
+    frame = frames.next_frame()
+    assert isinstance(frame, memoryview)
+    records = frame[100:200]  # what a request keeps: a slice of the frame
+    del frame
+    read_into(frames, framed(second))
+    frame = frames.next_frame()
+    assert isinstance(frame, memoryview)
+    assert frame == second
+    assert records == first[100:200]  # the first frame's buffer was not written over
+    second_buffer = frame.obj
+    del frame
+    read_into(frames, framed(third))
+    frame = frames.next_frame()
+    assert isinstance(frame, memoryview)
+    assert frame.obj is second_buffer  # no view of the second frame was left: its buffer was used again
+    assert frame == third
+    assert records == first[100:200]
+
+
+def test_bytes_after_a_complete_large_frame_not_yet_taken_go_to_the_receive_buffer() -> None:
+    frames = FrameBuffer(initial_bytes=64 * 1024)
+    large = b"L" * 300_000
+    assert read_into(frames, framed(large))
+    for piece in (framed(b"one"), framed(b"two")):  # the transport reads again before the connection takes the frame
+        room = frames.writable()
+        assert len(room) > 0  # asyncio refuses an empty buffer
+        read_into(frames, piece)
+    assert frames.buffered == 4 + len(large) + 2 * 7
+    assert drain(frames) == [large, b"one", b"two"]
+    assert frames.buffered == 0
+
+
+def test_release_gives_large_frame_buffers_back_but_not_under_a_frame_in_progress() -> None:
+    frames = FrameBuffer(initial_bytes=64 * 1024)
+    read_into(frames, framed(b"x" * 400_000)[:100_000])
+    assert not frames.release()  # a large frame is in progress
+    read_into(frames, framed(b"x" * 400_000)[100_000:])
+    assert frames.next_frame() == b"x" * 400_000
+    assert frames.release()
+    assert not frames.release()
+
+
+@given(
+    st.lists(
+        st.one_of(st.binary(max_size=300), st.integers(LARGE_FRAME_BYTES - 2, LARGE_FRAME_BYTES + 70_000)), max_size=6
+    ),
+    st.lists(st.integers(0, 2_000_000), max_size=12),
+)
+def test_small_and_large_frames_read_in_any_pieces(items: list[bytes | int], cuts: list[int]) -> None:
+    payloads = [item if isinstance(item, bytes) else bytes([item % 251]) * item for item in items]
+    stream = b"".join(framed(p) for p in payloads)
+    bounds = sorted({0, len(stream), *(c for c in cuts if c < len(stream))})
+    frames = FrameBuffer(initial_bytes=64 * 1024)
+    received: list[bytes] = []
+    for start, end in itertools.pairwise(bounds):
+        read_into(frames, stream[start:end])
+        received += drain(frames)
+        assert frames.buffered == end - sum(4 + len(p) for p in received)
+    assert received == payloads
+    assert frames.buffered == 0
 
 
 def test_release_gives_the_memory_back_only_while_nothing_is_buffered() -> None:

@@ -15,6 +15,7 @@ import pytest
 import uvloop
 
 from kafkalite.errors import ProtocolError
+from kafkalite.protocol.wire import LARGE_FRAME_BYTES
 from kafkalite.server.frame_stream import PAUSE_READING_BYTES, FrameStream
 
 LOOPS: dict[str, Callable[[Coroutine[Any, Any, None]], None]] = {"asyncio": asyncio.run, "uvloop": uvloop.run}
@@ -75,11 +76,36 @@ def test_frames_arrive_whole_whatever_pieces_they_are_sent_in(run: Callable[...,
             sender = asyncio.create_task(asyncio.to_thread(send_in_pieces))
             received = []
             while (frame := await stream.next_frame()) is not None:
+                if type(frame) is memoryview:  # a large frame, read into a buffer of its own
+                    assert len(frame) >= LARGE_FRAME_BYTES
+                    frame = frame.tobytes()
                 assert type(frame) is bytes
                 received.append(frame)
             await sender
             assert received == payloads
             assert stream.frames.buffered == 0
+
+    run(test)
+
+
+def test_large_frames_held_as_views_stay_intact_while_more_arrive(run: Callable[..., None]) -> None:
+    rng = random.Random(11)
+    payloads = [rng.randbytes(rng.choice([LARGE_FRAME_BYTES, 700_000, 1_100_000])) for _ in range(24)]
+
+    async def test() -> None:
+        async with one_connection() as (stream, client):
+            sender = asyncio.create_task(send(client, b"".join(framed(p) for p in payloads)))
+            held: list[bytes | memoryview] = []  # as an acks=all answer holds its records until the fsync
+            for _ in payloads:
+                frame = await stream.next_frame()
+                assert frame is not None
+                held.append(frame[len(frame) // 2 :])
+                del frame
+                if len(held) == 12:
+                    assert [bytes(v) for v in held] == [p[len(p) // 2 :] for p in payloads[:12]]
+            await sender
+            assert [bytes(v) for v in held] == [p[len(p) // 2 :] for p in payloads]
+            assert isinstance(held[0], memoryview)  # the first, at least, was read into a buffer of its own
 
     run(test)
 

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kio.index import load_response_schema
+from kio.serial import entity_reader
 
 from conftest import RawClient
 from kafkalite.broker import Broker
@@ -164,3 +166,37 @@ async def test_a_large_request_with_an_unknown_tagged_field_closes_only_its_conn
     finally:
         await again.close()
     assert [(a.error_code, a.base_offset) for a in answers] == [(0, 0)]
+
+
+async def test_pipelined_large_requests_keep_their_records_until_each_is_stored(
+    raw: RawClient, broker: Broker, appended: list[type]
+) -> None:
+    """Twenty acks=all requests of about 300 KiB each, sent back to back on one connection, so later frames arrive
+    while earlier answers wait for their fsync holding their records (views of their frames' buffers): each is
+    answered in order and stores exactly what it carried. (That a buffer is not read into while a view of it is
+    left is `test_wire`'s to show: here the records are written before the next frame is taken.)"""
+    version = PRODUCE_VERSIONS[-1]
+    topic = await broker.create_topic("pipelined-large", 1)
+    batches = [_batch([bytes([n]) * len(BIG_VALUE)] * 4 + [f"request {n}".encode()]) for n in range(20)]
+    frames = []
+    for batch in batches:
+        data = [raw.nested(0, version, "PartitionProduceData", index=0, records=batch)]
+        entry = raw.nested(
+            0, version, "TopicProduceData", name=topic.name, topic_id=topic.topic_id, partition_data=data
+        )
+        frames.append(raw.encode(0, version, transactional_id=None, acks=-1, timeout=5000, topic_data=[entry]))
+    first_correlation = raw.correlation_id - len(frames) + 1
+    await raw.send_raw(b"".join(frames))
+    for n in range(len(frames)):
+        frame = await raw.read_frame()
+        assert struct.unpack_from(">i", frame)[0] == first_correlation + n  # answered in request order
+        response_type = load_response_schema(0, version)
+        response, _ = entity_reader(response_type)(frame, 4 + response_type.__header_schema__.__version__)
+        answer = response.responses[0].partition_responses[0]
+        assert (answer.error_code, answer.base_offset) == (0, 5 * n)
+    assert appended == [memoryview] * len(frames)
+    stored = _stored(broker, topic.name, 0)
+    positions = read_batches(stored)
+    assert [_without_base_offset(stored[pos : pos + h.size]) for pos, h in positions] == [
+        _without_base_offset(batch) for batch in batches
+    ]

@@ -144,22 +144,30 @@ class ApiSchema:
     def request_header_version(self) -> int:
         return int(self.request_type.__header_schema__.__version__)
 
-    def decode(self, frame: bytes, offset: int) -> Any:
+    def decode(self, frame: bytes | memoryview, offset: int) -> Any:
         """The request body starting at `offset`; bytes after it are ignored, as Kafka does.
 
         kio refuses tagged fields it does not know (Kafka would skip them); such a body is a `ProtocolError` here.
         Every length and count in the body is first checked against the frame (`request_guard`): kio's native
         reader allocates by the count the client sent, and a failed allocation aborts the process.
+
+        A large frame comes as a read-only `memoryview` (`wire.FrameBuffer`); a Produce read with its records left in
+        the frame keeps views of it, and whatever kio reads gets a `bytes` copy of it.
         """
+        budget = partition_budget(len(frame) - offset) if self.api_key == ApiKey.PRODUCE else 0
+        if not budget and type(frame) is not bytes:
+            frame = bytes(frame)
         try:
             check_body(self._plan, frame, offset)
         except ProtocolError as e:
             raise ProtocolError(f"undecodable api_key={self.api_key} v{self.version} body: {e}") from e
         try:
-            if self.api_key == ApiKey.PRODUCE and (budget := partition_budget(len(frame) - offset)):
+            if budget:
                 viewed = read_with_record_views(frame, offset, self.request_type, budget)
                 if viewed is not None:
                     return viewed
+                if type(frame) is not bytes:
+                    frame = bytes(frame)
             request, _ = self._read(frame, offset)
         except (SerialError, ValueError, OverflowError, KeyError) as e:  # kio: KeyError for an unknown tagged field
             raise ProtocolError(f"undecodable api_key={self.api_key} v{self.version} body: {e}") from e

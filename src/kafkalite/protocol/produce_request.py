@@ -48,7 +48,9 @@ RECORDS_VIEW_MIN_BYTES_PER_PARTITION: Final = 64 * 1024
 FIRST_TOPIC_ID_VERSION: Final = 13  # v13 names each topic by id (uuid) instead of by name
 
 
-def read_with_record_views(frame: bytes, offset: int, request_type: type[Any], max_partitions: int) -> Any | None:
+def read_with_record_views(
+    frame: bytes | memoryview, offset: int, request_type: type[Any], max_partitions: int
+) -> Any | None:
     """The Produce request of `request_type`'s version whose body starts at `offset` in `frame`, with each partition's
     `records` a `memoryview` of `frame` (None for null records); None when the body has tagged fields or a null
     array (kio reads those), or when it names more than `max_partitions` partitions (kio reads those faster: see
@@ -128,7 +130,7 @@ def partition_budget(body_bytes: int) -> int:
     return body_bytes // RECORDS_VIEW_MIN_BYTES_PER_PARTITION
 
 
-def _array_length(frame: bytes, pos: int, flexible: bool) -> tuple[int, int]:
+def _array_length(frame: bytes | memoryview, pos: int, flexible: bool) -> tuple[int, int]:
     """An array's element count (-1: null) and the position after it."""
     if flexible:
         length, used = read_unsigned_varint(frame, pos)
@@ -137,6 +139,6 @@ def _array_length(frame: bytes, pos: int, flexible: bool) -> tuple[int, int]:
     return count, pos + used
 
 
-def _no_tagged_fields(frame: bytes, pos: int) -> bool:
+def _no_tagged_fields(frame: bytes | memoryview, pos: int) -> bool:
     """Whether the tagged-field section at `pos` is empty (its count, one byte, is 0)."""
     return pos < len(frame) and frame[pos] == 0

@@ -80,7 +80,7 @@ _MAX_VARINT_BYTES = 5  # kio's uvarint is 32 bits
 
 Step = tuple[Any, ...]
 Plan = tuple[Step, ...]
-Walker = Callable[[bytes, int, int], int]
+Walker = Callable[[bytes | memoryview, int, int], int]
 
 
 def _primitive_step(kafka_type: str, flexible: bool, non_null: str | None) -> Step:
@@ -163,7 +163,7 @@ def request_plan(api_key: int, version: int) -> Plan:
     return _entity_plan(load_request_schema(api_key, version))
 
 
-def _uvarint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
+def _uvarint(buf: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:
     value = 0
     shift = 0
     for i in range(pos, min(end, pos + _MAX_VARINT_BYTES)):
@@ -177,13 +177,13 @@ def _uvarint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
     raise ProtocolError(f"varint longer than {_MAX_VARINT_BYTES} bytes at byte {pos}")
 
 
-def _signed(buf: bytes, pos: int, size: int, end: int, what: str) -> int:
+def _signed(buf: bytes | memoryview, pos: int, size: int, end: int, what: str) -> int:
     if pos + size > end:
         raise ProtocolError(f"truncated {what} at byte {pos}")
     return int.from_bytes(buf[pos : pos + size], "big", signed=True)
 
 
-def _varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
+def _varint(buf: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:
     """A uvarint, with the one-byte case (almost every length and count) first."""
     if pos < end:
         byte = buf[pos]
@@ -197,7 +197,7 @@ def _compile_step(step: Step) -> Walker:
     if op == _FIXED:
         width = step[1]
 
-        def fixed(buf: bytes, pos: int, end: int) -> int:
+        def fixed(buf: bytes | memoryview, pos: int, end: int) -> int:
             pos += width
             if pos > end:
                 raise ProtocolError(f"body truncated: {pos - end} bytes short of a fixed-width field")
@@ -207,7 +207,7 @@ def _compile_step(step: Step) -> Walker:
     if op == _CSTR:
         non_null: str | None = step[1]
 
-        def compact_bytes(buf: bytes, pos: int, end: int) -> int:
+        def compact_bytes(buf: bytes | memoryview, pos: int, end: int) -> int:
             if pos < end and buf[pos] < 0x80:  # the one-byte varint, inline: this is the hot path
                 n = buf[pos]
                 pos += 1
@@ -226,7 +226,7 @@ def _compile_step(step: Step) -> Walker:
         size = 2 if op == _LSTR16 else 4
         non_null = step[1]
 
-        def legacy_bytes(buf: bytes, pos: int, end: int) -> int:
+        def legacy_bytes(buf: bytes | memoryview, pos: int, end: int) -> int:
             n = _signed(buf, pos, size, end, "length")
             pos += size
             if n < 0:
@@ -248,7 +248,7 @@ def _compile_step(step: Step) -> Walker:
         element_width = element_plan[0][1] if len(element_plan) == 1 and element_plan[0][0] == _FIXED else 0
         element = _compile(element_plan)
 
-        def array(buf: bytes, pos: int, end: int) -> int:
+        def array(buf: bytes | memoryview, pos: int, end: int) -> int:
             if compact:
                 if pos < end and buf[pos] < 0x80:
                     n = buf[pos]
@@ -283,7 +283,7 @@ def _compile_step(step: Step) -> Walker:
         if not step[2]:
             return entity
 
-        def nullable_entity(buf: bytes, pos: int, end: int) -> int:
+        def nullable_entity(buf: bytes | memoryview, pos: int, end: int) -> int:
             if _signed(buf, pos, 1, end, "nullable struct marker") < 0:
                 return pos + 1
             return entity(buf, pos + 1, end)
@@ -291,7 +291,7 @@ def _compile_step(step: Step) -> Walker:
         return nullable_entity
     known = {tag: _compile(plan) for tag, plan in step[1].items()}
 
-    def tagged_fields(buf: bytes, pos: int, end: int) -> int:
+    def tagged_fields(buf: bytes | memoryview, pos: int, end: int) -> int:
         if pos < end and buf[pos] == 0:  # no tagged fields: the usual case
             return pos + 1
         count, pos = _varint(buf, pos, end)
@@ -317,7 +317,7 @@ def _compile(plan: Plan) -> Walker:
     if len(walkers) == 1:
         return walkers[0]
 
-    def sequence(buf: bytes, pos: int, end: int) -> int:
+    def sequence(buf: bytes | memoryview, pos: int, end: int) -> int:
         for walk in walkers:
             pos = walk(buf, pos, end)
         return pos
@@ -331,11 +331,11 @@ def request_walker(api_key: int, version: int) -> Walker:
     return _compile(request_plan(api_key, version))
 
 
-def check_body(walker: Walker, frame: bytes, offset: int) -> None:
+def check_body(walker: Walker, frame: bytes | memoryview, offset: int) -> None:
     """Raise `ProtocolError` unless every length and count in the body at `offset` fits in the frame."""
     walker(frame, offset, len(frame))
 
 
-def check_request(api_key: int, version: int, frame: bytes, offset: int) -> None:
+def check_request(api_key: int, version: int, frame: bytes | memoryview, offset: int) -> None:
     """`check_body` with the cached walker of (api_key, version)."""
     request_walker(api_key, version)(frame, offset, len(frame))

@@ -10,7 +10,8 @@ response frame is a response header followed by the body. The header version fol
     response header v1 v0 + tagged fields                                            (flexible, except ApiVersions)
 
 `FrameBuffer` is a connection's receive buffer: the transport reads into it, and it splits what was read into frames,
-copying each frame once; it grows only to hold the frame in progress. A size over the configured maximum (Kafka's
+copying each frame once, except a large one, which is read into a buffer of its own and handed out as a read-only
+view with no copy; it grows only to hold the frame in progress. A size over the configured maximum (Kafka's
 `socket.request.max.bytes`) or below zero is a `ProtocolError` as soon as its 4-byte prefix arrives, before the
 buffer grows for the body.
 
@@ -44,6 +45,11 @@ UNSUPPORTED_VERSION: Final = 35
 _SIZE = struct.Struct(">i")
 _MIN_READ_ROOM: Final = 16 * 1024  # the smallest free space a read is offered: fewer, larger reads
 _KEEP_BYTES: Final = 8 * 1024 * 1024  # a receive buffer grown up to this size is kept for the next large frame
+LARGE_FRAME_BYTES: Final = 256 * 1024
+"""A frame whose body is at least this long is read into a buffer of its own and handed out as a view."""
+# Large-frame buffers kept per connection for reuse: as much as the server lets the requests of pending answers keep
+# (its MAX_PENDING_BYTES), so a producer pipelining acks=all requests up to that bound allocates none once warm.
+_SPARE_BYTES: Final = 32 * 1024 * 1024
 _API = struct.Struct(">hhi")  # api_key, api_version, correlation_id: the first 8 bytes of every request header
 
 
@@ -113,20 +119,41 @@ class FrameBuffer:
     returned as `bytes`. (Reads kept as separate `bytes` objects, or appended to a growing buffer, cost one to four
     more copies, and under TLS one Python object per TLS record.)
 
+    A large frame (a body of `LARGE_FRAME_BYTES` or more: a producer's megabyte requests) is not copied, but for what
+    came in the read that brought its size prefix (at most the receive buffer's free space: 64 KiB for a connection
+    that sends only large frames). Once its prefix is in, the reads go into a `bytearray` of its own, and
+    `next_frame()` returns a read-only `memoryview` of it. The buffer is used again
+    for a later large frame only when no view of it is left (a `bytearray` refuses to change size while a view of
+    it exists, which `_unshared` asks), so a request's records may stay views of it for as long as they are needed
+    (an acks=all answer keeps them until its fsync). Up to `_SPARE_BYTES` of such buffers are kept for reuse, so a
+    producer's steady stream of large requests allocates none; `release()` gives them back.
+
     Space: the buffer starts at `initial_bytes` and grows only to hold the frame in progress (at most
-    `max_frame_bytes` + 4). A buffer grown up to `_KEEP_BYTES` is kept for the next large frame (a producer's
-    requests are often each a megabyte: allocating and freeing one per request costs page faults on every byte);
-    a larger one shrinks back once its frame has been taken; `release()` gives it all back while nothing is
-    buffered (the server calls it for a quiet connection). Consumed bytes are reclaimed when the
-    buffer empties (no copy) or, when free space runs short, by moving the unread bytes to the front (a copy of less
-    than one frame). The buffer never changes size while a view of it may be held by the transport: a larger or
-    smaller buffer is a new `bytearray`, and `writable()` is the only place that replaces or moves anything.
+    `LARGE_FRAME_BYTES` + 4, since larger frames go to buffers of their own). A buffer grown up to `_KEEP_BYTES` is
+    kept for the next frame; a larger one shrinks back once its frame has been taken; `release()` gives it all back,
+    large-frame buffers too, while nothing is buffered (the server calls it for a quiet connection). Consumed bytes
+    are reclaimed when the buffer empties (no copy) or, when free space runs short, by moving the unread bytes to the
+    front (a copy of less than one frame). The buffer never changes size while a view of it may be held by the
+    transport: a larger or smaller buffer is a new `bytearray`, and `writable()` is the only place that replaces or
+    moves anything.
 
     A size prefix over `max_frame_bytes` (Kafka's `socket.request.max.bytes`) or below zero is a `ProtocolError` from
-    `next_frame` as soon as its 4 bytes are in, before the buffer grows for the body.
+    `next_frame` as soon as its 4 bytes are in, before any buffer grows for the body.
     """
 
-    __slots__ = ("_buf", "_end", "_initial", "_size", "_start", "_view", "max_frame_bytes")
+    __slots__ = (
+        "_buf",
+        "_end",
+        "_initial",
+        "_large",
+        "_large_filled",
+        "_large_size",
+        "_size",
+        "_spares",
+        "_start",
+        "_view",
+        "max_frame_bytes",
+    )
 
     def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, initial_bytes: int = 64 * 1024) -> None:
         self.max_frame_bytes = max_frame_bytes
@@ -136,35 +163,49 @@ class FrameBuffer:
         self._start = 0  # the first byte not yet taken
         self._end = 0  # one past the last byte read
         self._size = -1  # the body size of the frame at `_start`, once its prefix is in and valid; -1 until then
+        # The large frame read into a buffer of its own, ahead of whatever the receive buffer holds: its buffer, body
+        # size and the bytes of the body read so far. Once complete, later reads go to the receive buffer again.
+        self._large: bytearray | None = None
+        self._large_size = 0
+        self._large_filled = 0
+        self._spares: list[bytearray] = []  # buffers of earlier large frames, for reuse once no view of them is left
 
     @property
     def buffered(self) -> int:
         """Bytes read and not yet returned as a frame."""
-        return self._end - self._start
+        ahead = _SIZE.size + self._large_filled if self._large is not None else 0
+        return ahead + self._end - self._start
 
     @property
     def capacity(self) -> int:
-        """The buffer's size now (for tests and memory accounting)."""
+        """The receive buffer's size now (for tests and memory accounting; large-frame buffers not included)."""
         return len(self._buf)
 
     def release(self) -> bool:
-        """Give the buffer's memory back while nothing is buffered (an idle connection holds none); the next
-        `writable()` allocates it again. True when memory was released."""
-        if self._end != self._start or not len(self._buf):
+        """Give the buffers' memory back while nothing is buffered (an idle connection holds none); the next
+        `writable()` allocates again. True when memory was released."""
+        if self.buffered or not (len(self._buf) or self._spares):
             return False
         self._buf = bytearray()
         self._view = memoryview(self._buf)
         self._start = self._end = 0
+        self._spares = []
         return True
 
     def writable(self) -> memoryview:
-        """The free space to read into next: room for the rest of the frame in progress, and at least
-        `_MIN_READ_ROOM` bytes."""
+        """The free space to read into next: room for the rest of the frame in progress, and at least `_MIN_READ_ROOM`
+        bytes; for a large frame, the rest of its body in its own buffer."""
+        large = self._large
+        if large is not None and self._large_filled < self._large_size:
+            return memoryview(large)[self._large_filled : self._large_size]
         start, end = self._start, self._end
         if start == end and start:
             self._start = self._end = start = end = 0
         pending = end - start
-        wanted = self._size + _SIZE.size - pending if self._size >= 0 else 0
+        size = self._size
+        if size >= LARGE_FRAME_BYTES and pending < size + _SIZE.size and large is None:
+            return self._begin_large(size, start, end)
+        wanted = size + _SIZE.size - pending if size >= 0 else 0
         room = max(wanted, _MIN_READ_ROOM)
         capacity = len(self._buf)
         if capacity - end < room or (capacity > _KEEP_BYTES and pending + room <= self._initial):
@@ -182,36 +223,85 @@ class FrameBuffer:
     def advance(self, count: int) -> bool:
         """Count `count` bytes just read into `writable()`; True when a frame is complete (or its prefix is invalid,
         which `next_frame` then raises)."""
-        self._end += count
+        large = self._large
+        if large is not None and self._large_filled < self._large_size:
+            self._large_filled += count
+            return self._large_filled >= self._large_size
+        self._end += count  # after a complete large frame not yet taken, reads go to the receive buffer
         size = self._frame_size()
-        if size is None:
-            return False
-        return not 0 <= size <= self.max_frame_bytes or self.buffered >= size + _SIZE.size
+        if large is not None or size is None:
+            return large is not None
+        return not 0 <= size <= self.max_frame_bytes or self._end - self._start >= size + _SIZE.size
 
-    def next_frame(self) -> bytes | None:
-        """The next complete frame without its size prefix, or None until more bytes are read."""
+    def next_frame(self) -> bytes | memoryview | None:
+        """The next complete frame without its size prefix, or None until more bytes are read: `bytes`, or a
+        read-only `memoryview` for a large frame (see the class docstring)."""
+        large = self._large
+        if large is not None:
+            if self._large_filled < self._large_size:
+                return None
+            self._large = None
+            return memoryview(large)[: self._large_size].toreadonly()
         size = self._frame_size()
         if size is None:
             return None
         if not 0 <= size <= self.max_frame_bytes:
             raise ProtocolError(f"frame size {size} outside [0, {self.max_frame_bytes}] (socket.request.max.bytes)")
-        if self.buffered < size + _SIZE.size:
+        if self._end - self._start < size + _SIZE.size:
             return None
         body = self._start + _SIZE.size
         self._start = body + size
         self._size = -1
         return bytes(self._view[body : body + size])
 
+    def _begin_large(self, size: int, start: int, end: int) -> memoryview:
+        """Move the large frame at `start` (its prefix and the body bytes read so far) out of the receive buffer into
+        a buffer of its own, and return the room for the rest of its body. Nothing follows the frame in the receive
+        buffer: the frame is not complete."""
+        large = self._spare(size)
+        have = end - start - _SIZE.size
+        large[:have] = self._view[start + _SIZE.size : end]
+        self._start = self._end = 0
+        self._size = -1
+        self._large = large
+        self._large_size = size
+        self._large_filled = have
+        return memoryview(large)[have:size]
+
+    def _spare(self, size: int) -> bytearray:
+        """A buffer of at least `size` bytes that no view refers to: a kept one, else a new one, kept while the kept
+        ones stay within `_SPARE_BYTES` (the oldest, still in use, is let go first)."""
+        for buffer in self._spares:
+            if len(buffer) >= size and _unshared(buffer):
+                return buffer
+        buffer = bytearray(size + size // 8)  # room for the next request to be a little larger
+        if len(buffer) <= _SPARE_BYTES:
+            self._spares.append(buffer)
+            while sum(map(len, self._spares)) > _SPARE_BYTES:
+                del self._spares[0]
+        return buffer
+
     def _frame_size(self) -> int | None:
         """The size prefix of the frame at `_start` (None until its 4 bytes are in); a valid one is kept in `_size`."""
         if self._size >= 0:
             return self._size
-        if self.buffered < _SIZE.size:
+        if self._end - self._start < _SIZE.size:
             return None
         (size,) = _SIZE.unpack_from(self._buf, self._start)
         if 0 <= size <= self.max_frame_bytes:
             self._size = size
         return int(size)
+
+
+def _unshared(buffer: bytearray) -> bool:
+    """Whether no view of `buffer` exists: a `bytearray` refuses to change size while one does (BufferError). Its
+    last byte is popped and put back, which never moves the buffer."""
+    try:
+        last = buffer.pop()
+    except BufferError:
+        return False
+    buffer.append(last)
+    return True
 
 
 class RequestHeader(NamedTuple):
@@ -224,7 +314,7 @@ class RequestHeader(NamedTuple):
     client_id: str | None = None
 
 
-def peek_request(frame: bytes) -> tuple[int, int, int]:
+def peek_request(frame: bytes | memoryview) -> tuple[int, int, int]:
     """(api_key, api_version, correlation_id): the fields every request header version starts with."""
     if len(frame) < _API.size:
         raise ProtocolError(f"request frame of {len(frame)} bytes is shorter than a request header")
@@ -232,7 +322,7 @@ def peek_request(frame: bytes) -> tuple[int, int, int]:
     return int(api_key), int(api_version), int(correlation_id)
 
 
-def decode_request_header(frame: bytes, header_version: int) -> tuple[RequestHeader, int]:
+def decode_request_header(frame: bytes | memoryview, header_version: int) -> tuple[RequestHeader, int]:
     """Decode a request header of the given version; returns it and the offset where the body starts.
 
     Decoded field by field with kio's primitive readers rather than its header entity, because kio's entity reader
@@ -261,7 +351,7 @@ def encode_unsigned_varint(value: int) -> bytes:
     return buffer.getvalue()
 
 
-def _skip_tagged_fields(frame: bytes, offset: int) -> int:
+def _skip_tagged_fields(frame: bytes | memoryview, offset: int) -> int:
     count, size = read_unsigned_varint(frame, offset)
     offset += size
     for _ in range(count):

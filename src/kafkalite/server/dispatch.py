@@ -156,7 +156,7 @@ class RequestContext(NamedTuple):
 async def dispatch(
     broker: Broker,
     server: ServerInfo,
-    frame: bytes,
+    frame: bytes | memoryview,
     client_host: str = "",
     *,
     session: Session | None = None,
@@ -321,7 +321,7 @@ def _later_throttled(schema: ApiSchema, response: Any, throttle_ms: int) -> Any:
 
 def _with_quota(
     ctx: RequestContext,
-    frame: bytes,
+    frame: bytes | memoryview,
     response: Any,
     session: Session,
     security: Security,

@@ -108,8 +108,9 @@ class FrameStream(asyncio.BufferedProtocol):
 
     # -- the connection coroutine's side ---------------------------------------------------------------------------
 
-    async def next_frame(self) -> bytes | None:
-        """The next request frame (without its size prefix); None at the end of the stream.
+    async def next_frame(self) -> bytes | memoryview | None:
+        """The next request frame (without its size prefix; a read-only view for a large one, see `FrameBuffer`);
+        None at the end of the stream.
 
         Raises `ProtocolError` for a size prefix out of range, and the transport's error if the connection was lost
         to one.

@@ -554,7 +554,7 @@ class KafkaServer:
                     await asyncio.sleep(wait)  # throttled by a quota: the client's next request waits (KIP-219)
                 connection.busy = True
                 if sasl and session.raw_tokens:
-                    await responses.put(await self._raw_token(session, frame))
+                    await responses.put(await self._raw_token(session, bytes(frame)))
                 else:
                     await responses.put(
                         await dispatch(
