@@ -5,14 +5,21 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import gc
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
+import weakref
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from kafkalite.protocol.records import read_header
-from kafkalite.storage import LogConfig, PartitionLog
+from kafkalite.storage import LogConfig, PartitionLog, group_commit
 from kafkalite.storage.group_commit import JOBS_PER_THREAD, run_fsync_job
 
 from .logkit import make_batch
@@ -142,6 +149,89 @@ def test_a_batch_whose_loop_closed_is_dropped_and_the_thread_serves_on() -> None
         return ran == [True]
 
     assert asyncio.run(after())
+
+
+async def test_a_batch_whose_helpers_cannot_start_runs_its_chunks_in_the_fsync_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    class Refusing:
+        def submit(self, *args: Any) -> None:
+            raise RuntimeError("cannot schedule new futures after interpreter shutdown")
+
+    monkeypatch.setattr(group_commit, "_helper_pool", lambda state: Refusing())
+    ran: list[int] = []
+    jobs = [functools.partial(ran.append, n) for n in range(3 * JOBS_PER_THREAD)]
+    await asyncio.wait_for(asyncio.gather(*(run_fsync_job(job) for job in jobs)), 10)
+    assert sorted(ran) == list(range(3 * JOBS_PER_THREAD))
+
+
+async def test_a_batch_that_fails_outside_its_jobs_fails_its_awaiters_instead_of_leaving_them_waiting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def broken(state: Any, handed: Any) -> None:
+        raise MemoryError("no room to run the batch")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(group_commit, "_run_batch", broken)
+        results = await asyncio.wait_for(
+            asyncio.gather(run_fsync_job(lambda: None), run_fsync_job(lambda: None), return_exceptions=True), 10
+        )
+    assert all(isinstance(result, MemoryError) for result in results)
+    ran: list[bool] = []
+    await asyncio.wait_for(run_fsync_job(lambda: ran.append(True)), 10)  # the thread serves on
+    assert ran == [True]
+
+
+def test_a_loop_that_ran_fsync_jobs_is_not_kept_alive() -> None:
+    loops: list[weakref.ref[asyncio.AbstractEventLoop]] = []
+
+    async def once() -> None:
+        loops.append(weakref.ref(asyncio.get_running_loop()))
+        await run_fsync_job(lambda: None)
+
+    for _ in range(3):
+        asyncio.run(once())
+    gc.collect()
+    assert [ref() for ref in loops] == [None, None, None]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_runs_large_batches_with_threads_of_its_own() -> None:
+    async def batch() -> None:
+        await asyncio.wait_for(asyncio.gather(*(run_fsync_job(lambda: None) for _ in range(3 * JOBS_PER_THREAD))), 5)
+
+    asyncio.run(batch())  # the parent's fsync thread and helpers exist
+    pid = os.fork()
+    if pid == 0:  # the child: exit 0 only if its own batch completes
+        signal.alarm(10)
+        try:
+            asyncio.run(batch())
+        except BaseException:
+            os._exit(1)
+        os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_jobs_handed_over_are_finished_before_the_interpreter_exits(tmp_path: Path) -> None:
+    marker = tmp_path / "synced"
+    script = f"""
+import asyncio, pathlib, time
+from kafkalite.storage.group_commit import run_fsync_job
+
+def slow():
+    time.sleep(0.5)
+    pathlib.Path({str(marker)!r}).write_text("done")
+
+async def main():
+    job = asyncio.ensure_future(run_fsync_job(slow))
+    await asyncio.sleep(0.05)  # handed over to the fsync thread, then the program ends without waiting for it
+    job.cancel()
+
+asyncio.run(main())
+"""
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=30)
+    assert marker.read_text() == "done"
 
 
 pytestmark = pytest.mark.timeout(60)

@@ -47,9 +47,11 @@ _MIN_READ_ROOM: Final = 16 * 1024  # the smallest free space a read is offered: 
 _KEEP_BYTES: Final = 8 * 1024 * 1024  # a receive buffer grown up to this size is kept for the next large frame
 LARGE_FRAME_BYTES: Final = 256 * 1024
 """A frame whose body is at least this long is read into a buffer of its own and handed out as a view."""
-# Large-frame buffers kept per connection for reuse: as much as the server lets the requests of pending answers keep
-# (its MAX_PENDING_BYTES), so a producer pipelining acks=all requests up to that bound allocates none once warm.
-_SPARE_BYTES: Final = 32 * 1024 * 1024
+# Large-frame buffers kept per connection for reuse: room for what the server lets the requests of pending answers keep
+# (its MAX_PENDING_BYTES, 32 MiB) in buffers an eighth larger than their frames, plus the frame being read, so a
+# producer pipelining acks=all requests up to that bound allocates none once warm. A frame over a quarter of it gets
+# a buffer that is not kept.
+_SPARE_BYTES: Final = 40 * 1024 * 1024
 _API = struct.Struct(">hhi")  # api_key, api_version, correlation_id: the first 8 bytes of every request header
 
 
@@ -119,17 +121,19 @@ class FrameBuffer:
     returned as `bytes`. (Reads kept as separate `bytes` objects, or appended to a growing buffer, cost one to four
     more copies, and under TLS one Python object per TLS record.)
 
-    A large frame (a body of `LARGE_FRAME_BYTES` or more: a producer's megabyte requests) is not copied, but for what
-    came in the read that brought its size prefix (at most the receive buffer's free space: 64 KiB for a connection
-    that sends only large frames). Once its prefix is in, the reads go into a `bytearray` of its own, and
-    `next_frame()` returns a read-only `memoryview` of it. The buffer is used again
-    for a later large frame only when no view of it is left (a `bytearray` refuses to change size while a view of
-    it exists, which `_unshared` asks), so a request's records may stay views of it for as long as they are needed
-    (an acks=all answer keeps them until its fsync). Up to `_SPARE_BYTES` of such buffers are kept for reuse, so a
-    producer's steady stream of large requests allocates none; `release()` gives them back.
+    A large frame (a body of `LARGE_FRAME_BYTES` or more: a producer's megabyte requests) that is at the front of the
+    buffer when its size prefix arrives is not copied, but for what came in the same read (at most the receive
+    buffer's free space: 64 KiB for a connection that sends only large frames). From then on the reads go into a
+    `bytearray` of its own, and `next_frame()` returns a read-only `memoryview` of it. (One that arrives behind a
+    frame not yet taken is read into the receive buffer and copied like any other; the server takes frames as they
+    complete and pauses reading after a large one, so that is rare.) The buffer is used again for a later large frame
+    only when no view of it is left (a `bytearray` refuses to change size while a view of it exists, which
+    `_unshared` asks), so a request's records may stay views of it for as long as they are needed (an acks=all
+    answer keeps them until its fsync). Up to `_SPARE_BYTES` of such buffers are kept for reuse, so a producer's
+    steady stream of large requests allocates none; `release()` gives them back.
 
-    Space: the buffer starts at `initial_bytes` and grows only to hold the frame in progress (at most
-    `LARGE_FRAME_BYTES` + 4, since larger frames go to buffers of their own). A buffer grown up to `_KEEP_BYTES` is
+    Space: the buffer starts at `initial_bytes` and grows only to hold the frame in progress (under
+    `LARGE_FRAME_BYTES` + 4 when frames are taken as they complete). A buffer grown up to `_KEEP_BYTES` is
     kept for the next frame; a larger one shrinks back once its frame has been taken; `release()` gives it all back,
     large-frame buffers too, while nothing is buffered (the server calls it for a quiet connection). Consumed bytes
     are reclaimed when the buffer empties (no copy) or, when free space runs short, by moving the unread bytes to the
@@ -269,16 +273,20 @@ class FrameBuffer:
         return memoryview(large)[have:size]
 
     def _spare(self, size: int) -> bytearray:
-        """A buffer of at least `size` bytes that no view refers to: a kept one, else a new one, kept while the kept
-        ones stay within `_SPARE_BYTES` (the oldest, still in use, is let go first)."""
+        """A buffer of at least `size` bytes that no view refers to: a kept one, else a new one. Kept buffers stay
+        within `_SPARE_BYTES`: over it, one no view refers to is let go first (its memory is freed at once), else the
+        oldest (freed when its last view is)."""
         for buffer in self._spares:
             if len(buffer) >= size and _unshared(buffer):
                 return buffer
+        if size > _SPARE_BYTES // 4:
+            return bytearray(size)
         buffer = bytearray(size + size // 8)  # room for the next request to be a little larger
-        if len(buffer) <= _SPARE_BYTES:
-            self._spares.append(buffer)
-            while sum(map(len, self._spares)) > _SPARE_BYTES:
-                del self._spares[0]
+        spares = self._spares
+        spares.append(buffer)
+        while sum(map(len, spares)) > _SPARE_BYTES:
+            unused = [index for index, spare in enumerate(spares[:-1]) if _unshared(spare)]
+            del spares[unused[0] if unused else 0]
         return buffer
 
     def _frame_size(self) -> int | None:

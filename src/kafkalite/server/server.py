@@ -563,6 +563,7 @@ class KafkaServer:
                         len(frame),
                     )
                 connection.busy = False
+                frame = None  # not held while the next one is read: a large frame's buffer is reused once unreferenced
                 if session.close_after_answer:
                     return
                 if sasl:

@@ -20,109 +20,134 @@ fsync=never). Here:
 
 Invariants: a job's awaiter resumes only after its own job returned (or raised: the exception is re-raised to that
 awaiter alone); no job waits for a batch that begins after it was handed over; a loop that closed before its batch
-ended is skipped, and the thread goes on serving the others. The thread is a daemon: a broker's `close()` syncs its
-logs itself, so nothing waits on this thread at exit.
+ended is skipped, and the thread goes on serving the others. If running a batch fails outside its jobs (a helper
+thread that cannot start), every job of it not known to have run fails with that error rather than leaving its
+awaiter waiting. At exit, jobs already handed over are finished first (`_finish_at_exit`, as an executor's threads
+are joined), so a round that a broker's `close()` did not redo itself still reaches the disk. A forked child starts
+with no thread, no helpers and nothing handed over.
+
+The price of one thread: the jobs of a batch run one after another, so an acks=all answer waits for the `fdatasync`s
+of every partition in its batch (at most 8 on this thread; more run in parallel chunks) and for the batch before it,
+and one job stuck on a disk that does not answer holds every partition of every loop in the process until it returns.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import logging
+import os
 import queue
 import threading
 import weakref
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_all
 
 JOBS_PER_THREAD = 8
 HELPER_THREADS = 7
+EXIT_WAIT_S = 30.0  # at exit, how long the jobs already handed over may take to finish
 
 Job = Callable[[], None]
-_Handed = tuple[asyncio.AbstractEventLoop, list[tuple[Job, asyncio.Future[None]]]]
+_Batch = list[tuple[Job, asyncio.Future[None]]]
+_Handed = tuple[asyncio.AbstractEventLoop, _Batch]
 
 logger = logging.getLogger(__name__)
 
-_batchers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Batcher] = weakref.WeakKeyDictionary()
-_handed: queue.SimpleQueue[_Handed] = queue.SimpleQueue()
-_thread_lock = threading.Lock()
-_thread: threading.Thread | None = None
-_helpers: ThreadPoolExecutor | None = None
+
+class _State:
+    """The module's threads and queue, replaced whole in a forked child."""
+
+    def __init__(self) -> None:
+        self.batchers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Batcher] = weakref.WeakKeyDictionary()
+        self.handed: queue.SimpleQueue[_Handed] = queue.SimpleQueue()
+        self.lock = threading.Lock()
+        self.thread: threading.Thread | None = None
+        self.helpers: ThreadPoolExecutor | None = None
+        self.unfinished = 0  # hand-overs not yet run to the end, for `_finish_at_exit`
+        self.finished = threading.Condition(self.lock)
+
+
+_state = _State()
 
 
 async def run_fsync_job(job: Job) -> None:
     """Run the blocking `job` (fsyncs) in the fsync thread's next batch; see the module docstring."""
     loop = asyncio.get_running_loop()
-    batcher = _batchers.get(loop)
+    batcher = _state.batchers.get(loop)
     if batcher is None:
-        batcher = _batchers[loop] = _Batcher(loop)
-    await batcher.submit(job)
+        batcher = _state.batchers[loop] = _Batcher()
+    await batcher.submit(loop, job)
 
 
 class _Batcher:
-    """The jobs one loop submitted in its current turn, handed to the fsync thread when the loop next turns."""
+    """The jobs one loop submitted in its current turn, handed to the fsync thread when the loop next turns. It keeps
+    no reference to its loop (the loop is the key it is stored under, weakly)."""
 
-    __slots__ = ("__weakref__", "_loop", "_pending")
+    __slots__ = ("__weakref__", "_pending")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
-        self._pending: list[tuple[Job, asyncio.Future[None]]] = []
+    def __init__(self) -> None:
+        self._pending: _Batch = []
 
-    def submit(self, job: Job) -> asyncio.Future[None]:
-        done: asyncio.Future[None] = self._loop.create_future()
+    def submit(self, loop: asyncio.AbstractEventLoop, job: Job) -> asyncio.Future[None]:
+        done: asyncio.Future[None] = loop.create_future()
         if not self._pending:
-            self._loop.call_soon(self._hand_over)
+            loop.call_soon(self._hand_over, loop)
         self._pending.append((job, done))
         return done
 
-    def _hand_over(self) -> None:
+    def _hand_over(self, loop: asyncio.AbstractEventLoop) -> None:
         batch, self._pending = self._pending, []
-        _ensure_thread()
-        _handed.put((self._loop, batch))
+        state = _state
+        try:
+            with state.lock:
+                if state.thread is None or not state.thread.is_alive():
+                    state.thread = threading.Thread(target=_serve, args=(state,), name="kafkalite-fsync", daemon=True)
+                    state.thread.start()
+                state.unfinished += 1
+        except BaseException as exc:  # no thread to run them: the jobs fail rather than wait
+            _complete(batch, [exc] * len(batch))
+            raise
+        state.handed.put((loop, batch))
 
 
-def _ensure_thread() -> None:
-    global _thread
-    with _thread_lock:
-        if _thread is None or not _thread.is_alive():
-            _thread = threading.Thread(target=_serve, name="kafkalite-fsync", daemon=True)
-            _thread.start()
-
-
-def _serve() -> None:
+def _serve(state: _State) -> None:
     """The fsync thread: each batch is everything handed over since the last one began."""
     while True:
-        handed = [_handed.get()]
+        handed = [state.handed.get()]
         while True:
             try:
-                handed.append(_handed.get_nowait())
+                handed.append(state.handed.get_nowait())
             except queue.Empty:
                 break
         try:
-            _run_batch(handed)
-        except BaseException:  # never lose the thread: every job's awaiter would wait for ever
+            _run_batch(state, handed)
+        except BaseException as exc:
             logger.exception("the fsync thread failed to run a batch of %d hand-overs", len(handed))
+            for loop, batch in handed:  # jobs that may not have run fail, so that no awaiter waits for ever
+                _post(loop, batch, [exc] * len(batch))
+        finally:
+            with state.finished:
+                state.unfinished -= len(handed)
+                state.finished.notify_all()
+            del handed  # not kept (with its loops) while the thread waits for the next hand-over
 
 
-def _run_batch(handed: list[_Handed]) -> None:
+def _run_batch(state: _State, handed: list[_Handed]) -> None:
     jobs = [job for _loop, batch in handed for job, _done in batch]
     outcomes: list[BaseException | None] = [None] * len(jobs)
-    if len(jobs) <= JOBS_PER_THREAD:
-        _run_jobs(jobs, outcomes, 0, len(jobs))
-    else:
-        helpers = _helper_pool()
-        starts = range(JOBS_PER_THREAD, len(jobs), JOBS_PER_THREAD)
-        chunks = [helpers.submit(_run_jobs, jobs, outcomes, at, at + JOBS_PER_THREAD) for at in starts]
-        _run_jobs(jobs, outcomes, 0, JOBS_PER_THREAD)
-        wait_all(chunks)
+    chunks: list[Future[None]] = []
+    for at in range(JOBS_PER_THREAD, len(jobs), JOBS_PER_THREAD):
+        try:
+            chunks.append(_helper_pool(state).submit(_run_jobs, jobs, outcomes, at, at + JOBS_PER_THREAD))
+        except RuntimeError:  # no helper thread (the interpreter is exiting, or none can start): run it here
+            _run_jobs(jobs, outcomes, at, at + JOBS_PER_THREAD)
+    _run_jobs(jobs, outcomes, 0, JOBS_PER_THREAD)
+    wait_all(chunks)
     index = 0
     for loop, batch in handed:
-        results = outcomes[index : index + len(batch)]
+        _post(loop, batch, outcomes[index : index + len(batch)])
         index += len(batch)
-        try:
-            loop.call_soon_threadsafe(_complete, batch, results)
-        except RuntimeError:  # the loop closed meanwhile: nobody is waiting any more
-            pass
 
 
 def _run_jobs(jobs: list[Job], outcomes: list[BaseException | None], start: int, stop: int) -> None:
@@ -133,15 +158,22 @@ def _run_jobs(jobs: list[Job], outcomes: list[BaseException | None], start: int,
             outcomes[index] = exc
 
 
-def _helper_pool() -> ThreadPoolExecutor:
-    global _helpers
-    with _thread_lock:
-        if _helpers is None:
-            _helpers = ThreadPoolExecutor(max_workers=HELPER_THREADS, thread_name_prefix="kafkalite-fsync-helper")
-        return _helpers
+def _helper_pool(state: _State) -> ThreadPoolExecutor:
+    with state.lock:
+        if state.helpers is None:
+            state.helpers = ThreadPoolExecutor(max_workers=HELPER_THREADS, thread_name_prefix="kafkalite-fsync-helper")
+        return state.helpers
 
 
-def _complete(batch: list[tuple[Job, asyncio.Future[None]]], outcomes: list[BaseException | None]) -> None:
+def _post(loop: asyncio.AbstractEventLoop, batch: _Batch, outcomes: list[BaseException | None]) -> None:
+    """Complete `batch`'s futures on their loop; nothing to do once that loop is closed."""
+    try:
+        loop.call_soon_threadsafe(_complete, batch, outcomes)
+    except RuntimeError:  # the loop closed meanwhile: nobody is waiting any more
+        pass
+
+
+def _complete(batch: _Batch, outcomes: list[BaseException | None]) -> None:
     for (_job, done), outcome in zip(batch, outcomes, strict=True):
         if done.done():
             continue
@@ -149,3 +181,19 @@ def _complete(batch: list[tuple[Job, asyncio.Future[None]]], outcomes: list[Base
             done.set_result(None)
         else:
             done.set_exception(outcome)
+
+
+@atexit.register
+def _finish_at_exit() -> None:
+    """Let the fsync thread (a daemon) finish the jobs already handed over before the interpreter stops it."""
+    state = _state
+    with state.finished:
+        state.finished.wait_for(lambda: state.unfinished <= 0, EXIT_WAIT_S)
+
+
+def _after_fork_in_child() -> None:
+    global _state
+    _state = _State()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
