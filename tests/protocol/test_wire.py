@@ -84,9 +84,13 @@ def test_frames_read_at_once_with_trailing_partial_bytes(payloads: list[bytes], 
     st.sampled_from([16, 1024, 64 * 1024]),
 )
 def test_frames_read_in_any_pieces_into_any_initial_size(payloads: list[bytes], cuts: list[int], initial: int) -> None:
+    assert_read_in_pieces(payloads, cuts, FrameBuffer(initial_bytes=initial))
+
+
+def assert_read_in_pieces(payloads: list[bytes], cuts: list[int], frames: FrameBuffer) -> None:
+    """The framed payloads, read in the pieces `cuts` makes, come out whole and in order, every byte accounted for."""
     stream = b"".join(framed(p) for p in payloads)
     bounds = sorted({0, len(stream), *(c for c in cuts if c < len(stream))})
-    frames = FrameBuffer(initial_bytes=initial)
     received: list[bytes] = []
     for start, end in itertools.pairwise(bounds):
         read_into(frames, stream[start:end])
@@ -200,16 +204,7 @@ def test_release_gives_large_frame_buffers_back_but_not_under_a_frame_in_progres
 )
 def test_small_and_large_frames_read_in_any_pieces(items: list[bytes | int], cuts: list[int]) -> None:
     payloads = [item if isinstance(item, bytes) else bytes([item % 251]) * item for item in items]
-    stream = b"".join(framed(p) for p in payloads)
-    bounds = sorted({0, len(stream), *(c for c in cuts if c < len(stream))})
-    frames = FrameBuffer(initial_bytes=64 * 1024)
-    received: list[bytes] = []
-    for start, end in itertools.pairwise(bounds):
-        read_into(frames, stream[start:end])
-        received += drain(frames)
-        assert frames.buffered == end - sum(4 + len(p) for p in received)
-    assert received == payloads
-    assert frames.buffered == 0
+    assert_read_in_pieces(payloads, cuts, FrameBuffer(initial_bytes=64 * 1024))
 
 
 def test_release_gives_the_memory_back_only_while_nothing_is_buffered() -> None:
