@@ -84,7 +84,7 @@ class _Batcher:
     """The jobs one loop submitted in its current turn, handed to the fsync thread when the loop next turns. It keeps
     no reference to its loop (the loop is the key it is stored under, weakly)."""
 
-    __slots__ = ("__weakref__", "_pending")
+    __slots__ = ("_pending",)
 
     def __init__(self) -> None:
         self._pending: _Batch = []
