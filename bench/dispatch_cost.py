@@ -2,7 +2,10 @@
 process, on the frame of a one-record Produce request, against a broker with the file engine (fsync off). No socket,
 no event-loop turn, no client: the decode, the handler, the log append and the encoded answer.
 
-    .venv/bin/python -m bench.dispatch_cost [--requests 20000] [--version 9] [--profile | --read]
+    .venv/bin/python -m bench.dispatch_cost [--requests 20000] [--version 9] [--partitions 1] [--profile | --read]
+
+`--partitions N` sends one record to each of N partitions per request, as a producer does that has records for
+several partitions of one broker (its answer has N entries).
 
 Prints the best of 5 repeats in µs per request (the frame and the log stay in the CPU's caches, so this is the
 path's floor, not what a loaded broker pays). `--profile` runs the repeats under cProfile instead and prints the
@@ -41,14 +44,14 @@ REPEATS = 5
 WARM_UP = 2000  # requests before the timed repeats
 
 
-def produce_frame(version: int) -> bytes:
-    """A Produce request frame (without its size prefix) of one 100 B record for partition 0, acks=1, as a client
-    with `linger.ms=0` sends it."""
+def produce_frame(version: int, partitions: int = 1) -> bytes:
+    """A Produce request frame (without its size prefix) of one 100 B record for each of partitions 0 to
+    `partitions` - 1, acks=1, as a client with `linger.ms=0` sends it."""
     request_type = load_request_schema(0, version)
     module = sys.modules[request_type.__module__]
     batch = build_batch([RecordToWrite(bytes(100))], now_ms=int(time.time() * 1000))
-    partition = build(module.PartitionProduceData, {"index": 0, "records": batch})
-    topic = build(module.TopicProduceData, {"name": TOPIC, "partition_data": [partition]})
+    data = [build(module.PartitionProduceData, {"index": index, "records": batch}) for index in range(partitions)]
+    topic = build(module.TopicProduceData, {"name": TOPIC, "partition_data": data})
     header_type = request_type.__header_schema__
     buffer = io.BytesIO()
     header = {"request_api_key": 0, "request_api_version": version, "correlation_id": 7, "client_id": "bench"}
@@ -59,22 +62,24 @@ def produce_frame(version: int) -> bytes:
 
 
 @contextlib.asynccontextmanager
-async def warm_broker(frame: bytes, *, memory: bool = False) -> AsyncIterator[tuple[Broker, ServerInfo]]:
+async def warm_broker(
+    frame: bytes, *, memory: bool = False, partitions: int = 1
+) -> AsyncIterator[tuple[Broker, ServerInfo]]:
     """A broker with fsync off (the file engine, or the memory engine) and the topic, after `WARM_UP` requests of
-    `frame`: the caches, the answer template and the segment file warm."""
+    `frame`: the caches and the segment files warm."""
     with tempfile.TemporaryDirectory(prefix="kl-dispatch-cost-") as data:
         async with Broker(data_dir=None if memory else Path(data), fsync=False) as broker:
-            await broker.create_topic(TOPIC, 1)
+            await broker.create_topic(TOPIC, partitions)
             server = ServerInfo(0, "127.0.0.1", 9092)
             for _ in range(WARM_UP):
                 await dispatch(broker, server, frame, "127.0.0.1")
             yield broker, server
 
 
-async def run(requests: int, version: int, profile: cProfile.Profile | None) -> float:
+async def run(requests: int, version: int, partitions: int, profile: cProfile.Profile | None) -> float:
     """The best µs per request over the repeats."""
-    frame = produce_frame(version)
-    async with warm_broker(frame) as (broker, server):
+    frame = produce_frame(version, partitions)
+    async with warm_broker(frame, partitions=partitions) as (broker, server):
         best = float("inf")
         for _ in range(REPEATS):
             if profile is not None:
@@ -117,21 +122,25 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=20_000, help="requests per repeat (at least 1)")
     parser.add_argument("--version", type=int, default=9, help="Produce version (3-12)")
+    parser.add_argument("--partitions", type=int, default=1, help="partitions per request, one record each")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--profile", action="store_true")
     mode.add_argument("--read", action="store_true", help="time the read of the batch just appended instead")
     args = parser.parse_args()
     if args.requests < 1:
         parser.error("--requests must be at least 1")
+    if args.partitions < 1:
+        parser.error("--partitions must be at least 1")
     if args.read:
         for engine, memory in (("file", False), ("memory", True)):
             per_read = asyncio.run(read_cost(args.requests, memory=memory))
             print(f"{per_read:.2f} µs per read of the batch just appended ({engine} engine), best of {REPEATS}")
         return
     profile = cProfile.Profile() if args.profile else None
-    per_request = asyncio.run(run(args.requests, args.version, profile))
+    per_request = asyncio.run(run(args.requests, args.version, args.partitions, profile))
+    shape = "one-record" if args.partitions == 1 else f"{args.partitions}-partition, one record each,"
     if profile is None:
-        print(f"{per_request:.2f} µs per one-record Produce request (v{args.version}), best of {REPEATS}")
+        print(f"{per_request:.2f} µs per {shape} Produce request (v{args.version}), best of {REPEATS}")
     else:
         print(f"{per_request:.2f} µs per request under cProfile (inflated by the profile; run without for the cost)")
         stats = pstats.Stats(profile)

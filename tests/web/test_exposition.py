@@ -127,7 +127,7 @@ def test_guard_rules() -> None:
     assert Guard("127.0.0.1").token != token
 
 
-def test_count_errors_walks_nested_answers_and_skips_templates() -> None:
+def test_count_errors_walks_nested_answers_and_skips_pre_encoded_ones() -> None:
     schema = api_schema(19, 7)  # CreateTopics v7: errors per topic
     response = schema.build(
         "CreateTopicsResponse",

@@ -14,13 +14,7 @@ versions:
   version needs;
 - `encode_response(correlation_id, response)` writes the complete frame, with the response header version the API
   and version call for (ApiVersions always answers with header v0). `response` may also be a body already encoded
-  (`bytes`), e.g. one filled in from a `BodyTemplate`.
-
-`BodyTemplate` is the cache for answers whose shape repeats and whose only changing values are fixed-width integers
-(the one-partition, no-error Produce answer): kio encodes the shape once, with a distinct sentinel in each changing
-field, and each answer is that body with the sentinels' bytes overwritten. Writing an int32/int64 field is exactly
-`struct.pack(">i"/">q")` in kio, so a patched body is what kio would have written (a hypothesis test holds it to
-that); a sentinel that is not found exactly once in the body means no template, and the caller builds as usual.
+  (`bytes`), e.g. the Produce answer `produce_response` writes.
 
 Schemas are cached per (api_key, version); field tables per class. kio's writers are pure Python, so the conversion
 table is computed once per class and the hot path is a dict lookup per given field.
@@ -32,10 +26,8 @@ import dataclasses
 import datetime
 import functools
 import io
-import itertools
-import struct
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from kio.index import load_request_schema, load_response_schema
@@ -198,40 +190,6 @@ class ApiSchema:
         """The response frame; `response` is a kio response, or its body already encoded (`bytes`)."""
         body = response if type(response) is bytes else self.encode_body(response)
         return frame_response(correlation_id, self.response_header_version, body)
-
-
-class BodyTemplate:
-    """A kio-encoded body whose fixed-width integer fields are overwritten per answer (see the module docstring)."""
-
-    __slots__ = ("_body", "_slots")
-
-    def __init__(self, body: bytes, slots: Sequence[tuple[int, struct.Struct]]) -> None:
-        self._body = body
-        self._slots = tuple(slots)
-
-    @classmethod
-    def find(cls, body: bytes, sentinels: Sequence[tuple[str, int]]) -> BodyTemplate | None:
-        """The template of `body`, whose fields are located by their sentinel values (`(struct format, value)`, in
-        the order `fill` takes them); None unless each sentinel's bytes occur exactly once and without overlap."""
-        slots = []
-        for fmt, value in sentinels:
-            packer = struct.Struct(fmt)
-            pattern = packer.pack(value)
-            at = body.find(pattern)
-            if at < 0 or body.find(pattern, at + 1) >= 0:
-                return None
-            slots.append((at, packer))
-        spans = sorted((at, at + packer.size) for at, packer in slots)
-        if any(end > start for (_, end), (start, _) in itertools.pairwise(spans)):
-            return None
-        return cls(body, slots)
-
-    def fill(self, *values: int) -> bytes:
-        """The body with each slot set to its value (struct.error when a value does not fit its field)."""
-        body = bytearray(self._body)
-        for (at, packer), value in zip(self._slots, values, strict=True):
-            packer.pack_into(body, at, value)
-        return bytes(body)
 
 
 @functools.cache

@@ -1,7 +1,8 @@
 """Compiled or pure Python: which form of the per-request modules this process runs.
 
 The build (`setup.py`) compiles a few modules with mypyc: of this package, the frame reader, the request guard, the
-message codec and the record-batch codec; of the storage and broker layers, the append path (`COMPILED_MODULES`).
+message codec, the Produce request reader and answer writer, and the record-batch codec; of the storage and broker
+layers, the append path (`COMPILED_MODULES`).
 It writes the extensions beside the sources, and a list of the modules it compiled with a SHA-256 digest of each
 one's source (`_native.sources`). Python's import system prefers an extension to a `.py` file of the same name, so
 normally nothing needs doing. This module steps in when the extensions must not be used, and the package's
@@ -34,6 +35,7 @@ COMPILED_MODULES = (  # what setup.py compiles (it reads this tuple): every requ
     "kafkalite.protocol.request_guard",
     "kafkalite.protocol.messages",
     "kafkalite.protocol.produce_request",
+    "kafkalite.protocol.produce_response",
     "kafkalite.protocol.records.batch",
     "kafkalite.protocol.records.codec",
     # The append path: every produced batch passes through these (the storage engines' base class and both engines,

@@ -159,7 +159,7 @@ def _completed(
     topic_names: Callable[[Any], str | None],
     visible: Callable[[str, Any], bool],
 ) -> Any:
-    if type(response) is bytes:  # a body filled in from a template: decode it to add to it
+    if type(response) is bytes:  # a body written without kio (an accepted Produce): decode it to add to it
         response = schema.decode_response_body(response)
     hints = _hints(type(response))
     changes: dict[str, Any] = {}

@@ -266,8 +266,8 @@ _error_plans: dict[type, tuple[tuple[str, ...], tuple[str, ...]]] = {}
 def count_errors(response: Any, counts: dict[int, int]) -> None:
     """Add every non-zero `error_code` of a kio response (at any depth) to `counts`: Kafka's ErrorsPerSec.
 
-    A pre-encoded answer (`bytes`, the Produce template) is the no-error answer and is skipped. Each class's fields
-    are looked up once, so the walk is a few attribute reads per entity of the answer.
+    A pre-encoded answer (`bytes`: the Produce answer `protocol.produce_response` writes) has no error and is
+    skipped. Each class's fields are looked up once, so the walk is a few attribute reads per entity of the answer.
     """
     if type(response) is bytes:
         return

@@ -1,4 +1,4 @@
-"""The templated Produce answer is byte-for-byte what kio writes for the same answer, at every served version."""
+"""The Produce handler's answer is byte-for-byte what kio writes for the same answer, at every served version."""
 
 from __future__ import annotations
 
@@ -34,38 +34,37 @@ def _context(version: int) -> RequestContext:
     return RequestContext(cast(Broker, None), ServerInfo(0, "h", 1), header, api_schema(ApiKey.PRODUCE, version))
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(
     version=st.sampled_from(VERSIONS),
     name=st.text(min_size=1, max_size=300),
     topic_id=st.uuids(),
-    index=i32,
-    base_offset=i64,
-    start_offset=i64,
+    outcomes=st.lists(st.tuples(i32, i64, st.one_of(st.just(-1), st.integers(0, 2**45)), i64), max_size=10),
 )
-def test_templated_answer_is_what_kio_writes(
-    version: int, name: str, topic_id: uuid.UUID, index: int, base_offset: int, start_offset: int
+def test_an_answer_with_every_partition_appended_is_what_kio_writes(
+    version: int, name: str, topic_id: uuid.UUID, outcomes: list[tuple[int, int, int, int]]
 ) -> None:
     ctx = _context(version)
     appended: list[tuple[Any, str | None, list[Any]]] = [
-        (_Topic(version, name, topic_id), name, [(index, 0, None, base_offset, -1, start_offset, ())])
+        (
+            _Topic(version, name, topic_id),
+            name,
+            [(index, 0, None, base, append_time, start, ()) for index, base, append_time, start in outcomes],
+        )
     ]
-    templated = produce._answer(ctx, appended)
-    assert type(templated) is bytes
-    assert templated == ctx.schema.encode_body(produce._response(ctx, appended))
-    # the same template again (now cached) with other values is still kio's answer
-    other = [(appended[0][0], name, [(index ^ 1, 0, None, ~base_offset, -1, ~start_offset, ())])]
-    assert produce._answer(ctx, other) == ctx.schema.encode_body(produce._response(ctx, other))
+    answer = produce._answer(ctx, appended)
+    assert type(answer) is bytes
+    assert answer == ctx.schema.encode_body(produce._response(ctx, appended))
 
 
-def test_answers_of_other_shapes_are_built_by_kio() -> None:
+def test_answers_with_an_error_are_built_by_kio() -> None:
+    """So that the error metrics, which count the codes of kio answers, see them."""
     ctx = _context(9)
     topic = _Topic(9, "t", uuid.uuid4())
     for outcomes in (
         [(0, 3, "unknown", -1, -1, -1, ())],  # an error
         [(0, 87, "keyless", -1, -1, -1, ((1, "no key"),))],  # an error naming records
-        [(0, 0, None, 5, 1_700_000_000_000, 0, ())],  # LogAppendTime
-        [(0, 0, None, 5, -1, 0, ()), (1, 0, None, 9, -1, 0, ())],  # two partitions
+        [(0, 0, None, 5, -1, 0, ()), (1, 6, "not the leader", -1, -1, -1, ())],  # one partition of two refused
     ):
         answer = produce._answer(ctx, [(topic, "t", outcomes)])
         assert type(answer) is not bytes
