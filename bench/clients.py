@@ -17,6 +17,9 @@ Two measurements that take the client out of the way (Kafka peers only), so a ro
   librdkafka 2.0, cannot talk to Tansu, and every broker must be read by the same client.)
 - `produce_in_processes`: N child processes (spawned, each with its own confluent-kafka producer on its own share of
   the partitions) start together on a barrier; throughput is every acknowledged record ÷ (last finish − first start).
+
+And one for the producer's side of latency (Kafka peers only): `answer_ages`, each record's age when the producer
+hears the broker's answer for it (its delivery report), at a fixed rate.
 """
 
 from __future__ import annotations
@@ -309,6 +312,61 @@ def _consume_share(bootstrap: str, topic: str, partitions: list[int], timeout_s:
     finally:
         consumer.close()
     out.put((count, first_at, last_at))
+
+
+def answer_ages(
+    bootstrap: str, topic: str, partitions: int, rate: int, seconds: float, acks: str, deadline: float
+) -> tuple[list[int], int]:
+    """Send 100 B records at `rate`/s for `seconds`, round-robin over `partitions`, with `linger.ms=0`; return each
+    acknowledged record's age in ns when its delivery report arrived, and how many were sent.
+
+    The send time is written in the record; a thread polls the producer, so a report is read as soon as librdkafka
+    has it, not when the sending loop next looks. Before the clock starts, one record per partition is sent and
+    answered (connections made, leaders known)."""
+    ages: list[int] = []
+    failures: list[str] = []
+    padding = bytes(92)
+
+    def on_delivery(error: KafkaError | None, message: Message) -> None:
+        if error is not None:
+            failures.append(str(error))
+            return
+        sent_ns = int.from_bytes((message.value() or b"")[:8], "big")
+        if sent_ns:
+            ages.append(time.monotonic_ns() - sent_ns)
+
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, **QUIET, "acks": acks, "linger.ms": 0, "on_delivery": on_delivery}
+    )
+    for partition in range(partitions):
+        producer.produce(topic, bytes(100), partition=partition)  # a zero send time: not counted
+    if producer.flush(max(1.0, deadline - time.perf_counter())):
+        raise RuntimeError("the warm-up records were not answered before the deadline")
+    stop = threading.Event()
+
+    def poll() -> None:
+        while not stop.is_set():
+            producer.poll(0.01)
+
+    poller = threading.Thread(target=poll, daemon=True)
+    poller.start()
+    count = int(rate * seconds)
+    sent = 0
+    began = time.perf_counter()
+    try:
+        while sent < count and time.perf_counter() < deadline:
+            due = min(count, int((time.perf_counter() - began) * rate) + 1)
+            for n in range(sent, due):
+                producer.produce(topic, time.monotonic_ns().to_bytes(8, "big") + padding, partition=n % partitions)
+            sent = due
+            time.sleep(max(0.0, began + sent / rate - time.perf_counter()))
+        producer.flush(max(1.0, deadline - time.perf_counter()))
+    finally:
+        stop.set()
+        poller.join(10)
+    if failures:
+        raise RuntimeError(f"{len(failures)} records failed; first: {failures[0]}")
+    return ages, sent
 
 
 def consume_in_processes(

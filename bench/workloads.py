@@ -21,7 +21,7 @@ import psutil
 
 from bench import embedded_bench
 from bench.brokers import Running, Wire
-from bench.clients import Client, Produced, client_for, consume_in_processes, produce_in_processes
+from bench.clients import Client, Produced, answer_ages, client_for, consume_in_processes, produce_in_processes
 from bench.machine import process_cpu_seconds
 from bench.wire import raw_fetch, storm
 
@@ -41,6 +41,7 @@ class Sizes:
     producer_processes: int  # client processes of the "N clients" produce and consume rows
     latency_s: float  # seconds of paced sending per rate
     rates: tuple[int, ...]
+    answer_rate: int  # msg/s of the acks=all answer-latency row
     partition_counts: tuple[int, ...]
     records_per_partition: int
     connections: int
@@ -60,6 +61,7 @@ FULL = Sizes(
     producer_processes=4,
     latency_s=10.0,
     rates=(1_000, 10_000, 100_000),
+    answer_rate=10_000,
     partition_counts=(1_000, 10_000),
     records_per_partition=10,
     connections=1_000,
@@ -374,6 +376,28 @@ def end_to_end(rate: int, session: Session) -> Outcome:
     return Outcome({P50: _percentile_ms(ages, 0.50), P99: _percentile_ms(ages, 0.99), **load}, notes)
 
 
+def answered(rate: int, partitions: int, session: Session) -> Outcome:
+    """Send 100 B records at `rate`/s over `partitions` with acks=all and `linger.ms=0`; each record's age when the
+    producer hears the broker's answer: what a durable write costs a caller that waits for it (with fsync=always,
+    the fsync rounds: KafkaLite runs every partition's on one thread)."""
+    topic = session.new_topic("answered", partitions)
+    cpu = _BrokerCpu(session.running)
+    began = time.perf_counter()
+    ages, sent = answer_ages(
+        session.running.bootstrap, topic, partitions, rate, session.sizes.latency_s, "all", session.deadline()
+    )
+    sending_s = time.perf_counter() - began
+    if not ages:
+        raise RuntimeError("no record was answered")
+    ages.sort()
+    values = {P50: _percentile_ms(ages, 0.50), P99: _percentile_ms(ages, 0.99)}
+    cpu.add_share_to(values, sending_s)
+    notes = _shortfall("answered", len(ages), int(rate * session.sizes.latency_s), None)
+    if sent / sending_s < 0.9 * rate:
+        notes.append(f"sent at {sent / sending_s:,.0f} msg/s only: the sender fell behind the rate")
+    return Outcome(values, notes)
+
+
 def _percentile_ms(sorted_ns: list[int], q: float) -> float:
     return sorted_ns[min(len(sorted_ns) - 1, int(q * len(sorted_ns)))] / 1e6
 
@@ -419,6 +443,8 @@ def plan(sizes: Sizes) -> list[Workload]:
         workloads.append(Workload("consume", label, KAFKA, partial(consume_raw, size, 8)))
     for rate in sizes.rates:
         workloads.append(Workload("latency", f"end-to-end at {rate:,} msg/s", BOTH, partial(end_to_end, rate)))
+    label = f"acks=all answered at {sizes.answer_rate:,} msg/s · 8 partitions"
+    workloads.append(Workload("answered", label, KAFKA, partial(answered, sizes.answer_rate, 8)))
     label = f"{sizes.connections:,} connections (metadata + produce each)"
     workloads.append(Workload("scale", label, KAFKA, partial(many_connections, sizes.connections)))
     for partitions in sizes.partition_counts:
