@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -21,6 +21,7 @@ from kafkalite.broker import Broker
 from kafkalite.protocol.records import RecordToWrite, build_batch
 from kafkalite.server import KafkaServer, serve
 from kafkalite.server import server as server_module
+from kafkalite.server.dispatch import ServerInfo, dispatch
 from kafkalite.storage.file_ops import FileOps
 
 pytestmark = pytest.mark.timeout(30)
@@ -233,3 +234,29 @@ def test_pending_answers_hold_their_requests_bytes_and_close_cuts_them_after_the
     assert appended <= 4, f"{appended} of 8 appended with 1 MiB of answers pending"
     assert close_s < 1.5, f"close took {close_s:.1f} s with a grace of 0.5 s and fsync rounds of 3 s"
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
+
+
+@pytest.mark.parametrize(
+    ("engine", "fsync", "waits"),
+    [("file", True, True), ("file", False, False), ("memory", True, False)],
+    ids=["file-fsync", "file-no-fsync", "memory"],
+)
+async def test_acks_all_waits_only_where_there_is_something_to_sync(
+    tmp_path: Path, engine: str, fsync: bool, waits: bool
+) -> None:
+    """With fsync off, or nothing on disk, an acks=all answer is ready when its append is done: no pending answer,
+    no task (what a pending one costs per request is most of what acks=all adds there)."""
+    async with Broker(data_dir=tmp_path if engine == "file" else None, fsync=fsync) as broker:
+        await broker.create_topic("now", 1)
+        assert broker.syncs_before_acks is waits
+        raw = RawClient(cast(Any, None), cast(Any, None))  # used to encode and decode only
+        for n in range(3):
+            frame = _produce_frame(raw, "now", -1, b"v%d" % n)
+            answer = await dispatch(broker, ServerInfo(0, "127.0.0.1", 9092), frame[4:], "127.0.0.1")
+            if waits:
+                assert isinstance(answer, asyncio.Task)
+                answer = await answer
+            assert type(answer) is bytes
+            response = raw.decode_response(0, VERSION, answer[4:])
+            (partition_response,) = response.responses[0].partition_responses
+            assert (partition_response.error_code, partition_response.base_offset) == (0, n)

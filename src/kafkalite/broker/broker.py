@@ -114,6 +114,11 @@ class Broker:
     def data_dir(self) -> Path | None:
         return self.config.data_dir
 
+    @property
+    def syncs_before_acks(self) -> bool:
+        """Whether `make_durable` ever waits: fsync on, and files to sync (the memory engine has none)."""
+        return self.config.fsync and self.config.data_dir is not None
+
     async def start(self) -> None:
         self._check_open()  # a closed broker is not started again: its tasks would run with nothing to stop them
         if self._started:
@@ -500,8 +505,8 @@ class Broker:
         return offset
 
     async def make_durable(self, topic: str, partition: int) -> None:
-        """Return once every byte appended to the partition so far is on disk (at once with fsync off)."""
-        if self.config.fsync:
+        """Return once every byte appended to the partition so far is on disk (at once unless `syncs_before_acks`)."""
+        if self.syncs_before_acks:
             await self.partition(topic, partition).log.sync()
 
     def fetch(

@@ -19,8 +19,9 @@ epoch (else INVALID_PRODUCER_EPOCH, 47, which the client reports as fenced) and 
 OUT_OF_ORDER_SEQUENCE_NUMBER, 45). Each such refusal is logged with the client and the transactional id.
 
 Appending and answering are two steps. The handler appends every partition, in request order, before it returns
-(an append never waits for the disk, so this is quick). acks=1 is answered from there. For acks=-1 (all) the handler
-returns `AfterDurable`: the answer is built only once every partition it appended to is synced (all of them join
+(an append never waits for the disk, so this is quick). acks=1 is answered from there, and so is acks=-1 (all) when
+the broker has nothing to wait for (fsync off, or the memory engine: `Broker.syncs_before_acks`). Otherwise the
+handler returns `AfterDurable`: the answer is built only once every partition it appended to is synced (all of them join
 the same fsync round, the broker's group commit), and a partition whose sync failed is answered with the storage
 error instead. The connection loop uses that split to start on the next request while this one waits for the disk
 (`server.server`'s "pipelined durability"): appends stay in request order, answers stay in request order, and no
@@ -166,8 +167,15 @@ def _answer(ctx: RequestContext, appended: list[tuple[Any, str | None, list[_Out
 async def _answer_when_durable(ctx: RequestContext, appended: list[tuple[Any, str | None, list[_Outcome]]]) -> Any:
     """Wait for every appended partition's sync (one round for all), then answer; a failed sync becomes its error."""
     synced = [(name, o[0]) for _, name, outcomes in appended if name is not None for o in outcomes if not o[1]]
-    results = await asyncio.gather(*(ctx.broker.make_durable(*key) for key in synced), return_exceptions=True)
-    failed = {key: e for key, e in zip(synced, results, strict=True) if isinstance(e, Exception)}
+    failed: dict[tuple[str, int], Exception] = {}
+    if len(synced) == 1:  # the common case (librdkafka sends one partition a request): no task for gather to make
+        try:
+            await ctx.broker.make_durable(*synced[0])
+        except Exception as e:
+            failed[synced[0]] = e
+    elif synced:
+        results = await asyncio.gather(*(ctx.broker.make_durable(*key) for key in synced), return_exceptions=True)
+        failed = {key: e for key, e in zip(synced, results, strict=True) if isinstance(e, Exception)}
     if failed:
         appended = [(topic_data, name, _sync_failed(name, outcomes, failed)) for topic_data, name, outcomes in appended]
     return _answer(ctx, appended)
@@ -194,6 +202,6 @@ async def produce(ctx: RequestContext, req: Any) -> Any:
         if failed:  # as Kafka does: closing the connection is the only way to tell an acks=0 producer
             raise ProtocolError(f"acks=0 produce failed (error {failed[0][1]}); closing to signal it")
         return None
-    if acks == -1:
+    if acks == -1 and ctx.broker.syncs_before_acks:
         return AfterDurable(_answer_when_durable(ctx, appended))
-    return _answer(ctx, appended)
+    return _answer(ctx, appended)  # acks=1, or acks=-1 with nothing to wait for (fsync off, or the memory engine)
