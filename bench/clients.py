@@ -314,15 +314,31 @@ def _consume_share(bootstrap: str, topic: str, partitions: list[int], timeout_s:
     out.put((count, first_at, last_at))
 
 
+@dataclass
+class Answered:
+    ages_ns: list[int]  # of the records answered, in the order their reports came
+    sent: int
+    unanswered: int  # records still without an answer when the deadline came
+    sending_s: float  # from the first timed record to the last one sent (the warm-up and the wait after not counted)
+
+
 def answer_ages(
-    bootstrap: str, topic: str, partitions: int, rate: int, seconds: float, acks: str, deadline: float
-) -> tuple[list[int], int]:
-    """Send 100 B records at `rate`/s for `seconds`, round-robin over `partitions`, with `linger.ms=0`; return each
-    acknowledged record's age in ns when its delivery report arrived, and how many were sent.
+    bootstrap: str,
+    topic: str,
+    partitions: int,
+    rate: int,
+    seconds: float,
+    acks: str,
+    deadline: float,
+    window: tuple[Callable[[], None], Callable[[], None]] | None = None,
+) -> Answered:
+    """Send 100 B records at `rate`/s for `seconds`, round-robin over `partitions`, with `linger.ms=0`, and note each
+    record's age in ns when its delivery report (the broker's answer) arrives.
 
     The send time is written in the record; a thread polls the producer, so a report is read as soon as librdkafka
     has it, not when the sending loop next looks. Before the clock starts, one record per partition is sent and
-    answered (connections made, leaders known)."""
+    answered (connections made, leaders known). `window`: called as the first timed record is sent and after the
+    last one, for measurements of the sending window alone."""
     ages: list[int] = []
     failures: list[str] = []
     padding = bytes(92)
@@ -352,21 +368,31 @@ def answer_ages(
     poller.start()
     count = int(rate * seconds)
     sent = 0
-    began = time.perf_counter()
     try:
+        if window is not None:
+            window[0]()
+        began = time.perf_counter()
         while sent < count and time.perf_counter() < deadline:
             due = min(count, int((time.perf_counter() - began) * rate) + 1)
-            for n in range(sent, due):
-                producer.produce(topic, time.monotonic_ns().to_bytes(8, "big") + padding, partition=n % partitions)
-            sent = due
+            while sent < due:
+                value = time.monotonic_ns().to_bytes(8, "big") + padding
+                try:
+                    producer.produce(topic, value, partition=sent % partitions)
+                except BufferError:  # the client's queue is full: the poller drains it
+                    time.sleep(0.001)
+                    continue
+                sent += 1
             time.sleep(max(0.0, began + sent / rate - time.perf_counter()))
-        producer.flush(max(1.0, deadline - time.perf_counter()))
+        sending_s = time.perf_counter() - began
+        if window is not None:
+            window[1]()
+        unanswered = producer.flush(max(1.0, deadline - time.perf_counter()))
     finally:
         stop.set()
         poller.join(10)
     if failures:
         raise RuntimeError(f"{len(failures)} records failed; first: {failures[0]}")
-    return ages, sent
+    return Answered(ages, sent, unanswered, sending_s)
 
 
 def consume_in_processes(

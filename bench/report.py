@@ -355,9 +355,10 @@ def _how(results: Results) -> str:
 - acks=all answered: 100 B records at {sizes.get("answer_rate", 10_000):,} msg/s for {sizes["latency_s"]:.0f} s,
   round-robin over 8 partitions, from one producer with `acks=all` and `linger.ms=0`; age = the delivery report's
   arrival (a thread polls the producer) − the send time written in the record: how long a caller waits for a
-  durable write. KafkaLite with fsync=always answers after the fsync round that covers the record (every
-  partition's rounds run on one thread); fsync=never, the memory engine and the mock answer once the record is
-  appended; no Redis row.
+  durable write (records unanswered at the deadline are noted, not counted). KafkaLite with fsync=always answers
+  after the fsync round that covers the record (every partition's rounds run on one thread); KafkaLite fsync=never
+  and in memory, Tansu (memory storage) and the mock have nothing to sync and answer once the record is stored;
+  no Redis row.
 - Many partitions: one topic of N partitions (creation timed), then {sizes["records_per_partition"]} × 100 B
   records per partition, acks=1. Connections: {sizes["connections"]:,} raw sockets opened at once, each sending
   Metadata v1 then one Produce v3 (one 100 B record, acks=1), all held open until every one is answered

@@ -8,10 +8,11 @@ from typing import Any, cast
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import RawClient
 from kafkalite.broker import Broker
 from kafkalite.protocol.messages import api_schema
 from kafkalite.protocol.wire import ApiKey, RequestHeader
-from kafkalite.server.dispatch import RequestContext, ServerInfo
+from kafkalite.server.dispatch import RequestContext, ServerInfo, dispatch
 from kafkalite.server.handlers import produce
 
 VERSIONS = range(3, 14)
@@ -71,3 +72,26 @@ def test_answers_with_an_error_are_built_by_kio() -> None:
         assert ctx.schema.encode_body(answer) == ctx.schema.encode_body(
             produce._response(ctx, [(topic, "t", outcomes)])
         )
+
+
+def test_a_topic_that_was_not_resolved_is_answered_by_kio_even_without_partitions() -> None:
+    """A v13 request may name the null topic id (kio reads it as None) with no partitions: nothing failed, but the
+    topic is unknown, so the answer is kio's echo of it, not one written from an id it does not have."""
+    ctx = _context(13)
+    unknown = _Topic(13, "", uuid.UUID(int=0))
+    unknown.topic_id = None  # type: ignore[assignment]
+    answer = produce._answer(ctx, [(unknown, None, [])])
+    assert type(answer) is not bytes
+    assert ctx.schema.encode_body(answer) == ctx.schema.encode_body(produce._response(ctx, [(unknown, None, [])]))
+
+
+async def test_a_v13_request_naming_the_null_topic_id_with_no_partitions_is_answered() -> None:
+    """Through `dispatch`, as a client's bytes arrive: the request is answered (it used to close the connection)."""
+    raw = RawClient(cast(Any, None), cast(Any, None))  # used to encode and decode only
+    topic = raw.nested(0, 13, "TopicProduceData", topic_id=uuid.UUID(int=0), partition_data=[])
+    frame = raw.encode(0, 13, transactional_id=None, acks=1, timeout=1000, topic_data=[topic])
+    async with Broker() as broker:
+        answer = await dispatch(broker, ServerInfo(0, "127.0.0.1", 9092), frame[4:], "127.0.0.1")
+    assert type(answer) is bytes
+    response = raw.decode_response(0, 13, answer[4:])
+    assert [t.partition_responses for t in response.responses] == [()]

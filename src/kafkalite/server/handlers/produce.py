@@ -147,8 +147,12 @@ def _response(ctx: RequestContext, appended: list[tuple[Any, str | None, list[_O
 
 
 def _answer(ctx: RequestContext, appended: list[tuple[Any, str | None, list[_Outcome]]]) -> Any:
-    """The encoded body when every partition was appended (`protocol.produce_response`), else the kio response."""
-    if any(o[1] for _, _, outcomes in appended for o in outcomes):
+    """The encoded body when every partition was appended (`protocol.produce_response`), else the kio response.
+
+    A topic the broker could not resolve (`name` None: refused, or a v13 id that names no topic, the null id
+    included) goes to kio even when it listed no partitions, so no error is missed and kio echoes the request's
+    own topic field."""
+    if any(name is None or any(o[1] for o in outcomes) for _, name, outcomes in appended):
         return _response(ctx, appended)
     version = ctx.schema.version
     by_id = version >= FIRST_TOPIC_ID_VERSION
