@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Any, cast
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -95,3 +97,18 @@ async def test_a_v13_request_naming_the_null_topic_id_with_no_partitions_is_answ
     assert type(answer) is bytes
     response = raw.decode_response(0, 13, answer[4:])
     assert [t.partition_responses for t in response.responses] == [()]
+
+
+async def test_a_sync_wait_cancelled_under_a_many_partition_answer_is_not_taken_for_a_sync() -> None:
+    """`gather(return_exceptions=True)` hands a child's cancellation back as a value: it must not answer success."""
+
+    class Broker:
+        async def make_durable(self, topic: str, partition: int) -> None:
+            if partition == 1:
+                raise asyncio.CancelledError
+
+    header = RequestHeader(ApiKey.PRODUCE, 9, 7, "test")
+    ctx = RequestContext(cast(Any, Broker()), ServerInfo(0, "h", 1), header, api_schema(ApiKey.PRODUCE, 9))
+    outcomes = [(0, 0, None, 5, -1, 0, ()), (1, 0, None, 9, -1, 0, ())]
+    with pytest.raises(asyncio.CancelledError):
+        await produce._answer_when_durable(ctx, [(_Topic(9, "t", uuid.uuid4()), "t", outcomes)])
