@@ -14,6 +14,8 @@ from kio.schema.request_header.v1.header import RequestHeader as KioHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as KioHeaderV2
 from kio.serial import entity_reader, entity_writer
 from kio.serial.readers import read_unsigned_varint
+from kio.serial.writers import write_unsigned_varint
+from kio.static.primitive import uvarint
 
 from kafkalite.protocol.wire import (
     LARGE_FRAME_BYTES,
@@ -321,3 +323,16 @@ def test_api_versions_fallback_is_a_v0_body_with_unsupported_version() -> None:
 def test_unsigned_varint_as_kafka_writes_it(value: int, encoded: bytes) -> None:
     assert encode_unsigned_varint(value) == encoded
     assert read_unsigned_varint(encoded, 0) == (value, len(encoded))
+
+
+@given(st.integers(0, 2**32 - 1))
+def test_unsigned_varint_is_what_kio_writes(value: int) -> None:
+    buffer = io.BytesIO()
+    write_unsigned_varint(buffer, uvarint(value))
+    assert encode_unsigned_varint(value) == buffer.getvalue()
+
+
+@pytest.mark.parametrize("value", [-1, 2**32])
+def test_a_value_outside_an_unsigned_varint_is_refused(value: int) -> None:
+    with pytest.raises(ValueError, match="unsigned varint"):
+        encode_unsigned_varint(value)

@@ -29,6 +29,8 @@ from __future__ import annotations
 import struct
 from typing import Final
 
+from kafkalite.protocol.wire import encode_unsigned_varint
+
 FIRST_FLEXIBLE_VERSION: Final = 9
 FIRST_TOPIC_ID_VERSION: Final = 13
 FIRST_LOG_START_VERSION: Final = 5
@@ -85,20 +87,9 @@ def _topic_key(topic: str | bytes, version: int, flexible: bool) -> bytes:
         raise ValueError(f"Produce v{version} names a topic by its name, not {topic!r}")
     name = topic.encode()
     if flexible:
-        return _unsigned_varint(len(name) + 1) + name
+        return encode_unsigned_varint(len(name) + 1) + name
     return _NAME_LENGTH.pack(len(name)) + name
 
 
 def _count(n: int, flexible: bool) -> bytes:
-    return _unsigned_varint(n + 1) if flexible else _COUNT.pack(n)
-
-
-def _unsigned_varint(value: int) -> bytes:
-    if value < 0x80:
-        return bytes((value,))
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
+    return encode_unsigned_varint(n + 1) if flexible else _COUNT.pack(n)

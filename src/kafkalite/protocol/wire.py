@@ -34,8 +34,7 @@ from kio.schema.errors import ErrorCode
 from kio.serial import entity_writer
 from kio.serial.errors import SerialError
 from kio.serial.readers import read_nullable_legacy_string, read_unsigned_varint
-from kio.serial.writers import write_unsigned_varint
-from kio.static.primitive import i16, uvarint
+from kio.static.primitive import i16
 
 from kafkalite.errors import ProtocolError
 
@@ -353,10 +352,19 @@ def decode_request_header(frame: bytes | memoryview, header_version: int) -> tup
 
 
 def encode_unsigned_varint(value: int) -> bytes:
-    """Kafka's unsigned varint (compact lengths, tagged-field counts and tags), written by kio."""
-    buffer = io.BytesIO()
-    write_unsigned_varint(buffer, uvarint(value))
-    return buffer.getvalue()
+    """Kafka's unsigned varint (compact lengths, tagged-field counts and tags): 7 bits a byte, low bits first, as
+    kio writes it (an unsigned 32-bit value); written here because every flexible Produce answer needs two or three
+    and kio's writer goes through a stream."""
+    if not 0 <= value <= 0xFFFFFFFF:
+        raise ValueError(f"{value} does not fit an unsigned varint")
+    if value < 0x80:
+        return bytes((value,))
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
 
 
 def _skip_tagged_fields(frame: bytes | memoryview, offset: int) -> int:
