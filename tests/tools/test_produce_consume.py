@@ -161,6 +161,42 @@ def test_a_following_group_consumer_stopped_by_a_signal_leaves_its_group(
         follower.wait()
 
 
+# `kafkalite consume` with Ctrl-C sent to itself from inside librdkafka's assignment callback, the moment a signal
+# that arrives as a consumer joins its group lands in.
+SIGNALLED_WHILE_ASSIGNING = """
+import os, signal, sys
+from kafkalite.admin import consume
+from kafkalite.cli.main import main
+
+assign = consume.RecordStream._on_assign
+
+def signalled_while_assigning(self, consumer, assigned):
+    os.kill(os.getpid(), signal.SIGINT)
+    assign(self, consumer, assigned)
+
+consume.RecordStream._on_assign = signalled_while_assigning
+sys.argv = ["kafkalite", *sys.argv[1:]]
+main()
+"""
+
+
+def test_ctrl_c_while_the_group_assigns_partitions_still_exits_130_and_leaves(
+    kafkalite_cluster: ClusterUnderTest,
+) -> None:
+    """Ctrl-C that lands while librdkafka runs the assignment callback stops the consumer like one at any other
+    moment: exit 130, no traceback, the group left. (Raised inside the callback, it made `Consumer.poll` fail with a
+    SystemError: one stop in fifteen, right after a join.)"""
+    group = "assigning"
+    kafkalite_cluster.ok("topics", "create", group, "-p", "1")
+    command = ["consume", group, "--group", group, "--follow", "-b", kafkalite_cluster.bootstrap]
+    done = subprocess.run(
+        [sys.executable, "-c", SIGNALLED_WHILE_ASSIGNING, *command], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 130, done.stderr
+    assert "Traceback" not in done.stderr
+    assert group_members(kafkalite_cluster.bootstrap, group) == 0
+
+
 def test_bad_input_is_one_line(cluster: ClusterUnderTest, tmp_path: Path) -> None:
     cluster.ok("topics", "create", "strict", "-p", "2")
     cases = {

@@ -16,6 +16,7 @@ new records until `close`.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -169,9 +170,10 @@ class RecordStream:
         self._assigned -= {tp.partition for tp in revoked}
         self._at_end -= {tp.partition for tp in revoked}
 
-    def batches(self, wait_s: float = 0.5) -> Iterator[list[Message]]:
-        """Batches of records in partition order, each at most `BATCH` long, until the end (see the module doc)."""
-        while True:
+    def batches(self, wait_s: float = 0.5, stop: threading.Event | None = None) -> Iterator[list[Message]]:
+        """Batches of records in partition order, each at most `BATCH` long, until the end (see the module doc), or
+        until `stop` is set: it is checked between polls, so it ends the stream within `wait_s`."""
+        while stop is None or not stop.is_set():
             if self._failure is not None:
                 raise AdminError(f"consuming {self.topic}: {self._failure}")
             wanted = BATCH if self.limit is None else min(BATCH, self.limit - self.delivered)

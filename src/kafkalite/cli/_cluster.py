@@ -79,36 +79,48 @@ def cluster_command(function: F) -> F:
 
 
 class Terminated(BaseException):
-    """SIGTERM, raised in the main thread like Ctrl-C's KeyboardInterrupt (see `stopped_by_sigterm`)."""
+    """SIGTERM, raised in the main thread like Ctrl-C's KeyboardInterrupt (see `stopped_by_signals`)."""
 
 
-def _terminated(signum: int, frame: object) -> None:
-    raise Terminated
+class stopped_by_signals:  # used as a context manager, reads as a phrase
+    """Within it SIGINT and SIGTERM ask the command's loop to stop instead of raising where they land: the handler
+    only sets the event `__enter__` returns, the loop checks it between polls and ends, and on leaving the block the
+    signal is raised as Ctrl-C's `KeyboardInterrupt` or as `Terminated`, so the command's `finally` runs (a group
+    consumer commits and leaves its group) and `one_line_errors` exits 130 or 143.
 
+    Raising from the handler would unwind through whatever the main thread was running, librdkafka's rebalance
+    callbacks included: a KeyboardInterrupt raised inside the assignment callback makes `Consumer.poll` fail with a
+    SystemError and a traceback. Only for loops that are safe to leave at any point: a command that must not stop
+    halfway (a migration saving its offset map) keeps SIGTERM's default."""
 
-_UNSET = object()
-
-
-class stopped_by_sigterm:  # used as a context manager, reads as a phrase
-    """Within it SIGTERM unwinds like Ctrl-C, so that the command's `finally` runs (a group consumer commits and
-    leaves its group) and `one_line_errors` exits 143. Only for loops that are safe to leave at any point: a command
-    that must not stop halfway (a migration saving its offset map) keeps SIGTERM's default."""
+    _HANDLED = (signal.SIGINT, signal.SIGTERM)
 
     def __init__(self) -> None:
-        self._previous: Any = _UNSET
+        self.stop = threading.Event()
+        self._received: int | None = None
+        self._previous: dict[int, Any] = {}
 
-    def __enter__(self) -> None:
+    def _handle(self, signum: int, frame: object) -> None:
+        if self._received is None:
+            self._received = signum
+        self.stop.set()
+
+    def __enter__(self) -> threading.Event:
         if threading.current_thread() is threading.main_thread():  # only the main thread may set handlers
-            self._previous = signal.signal(signal.SIGTERM, _terminated)
+            for signum in self._HANDLED:
+                self._previous[signum] = signal.signal(signum, self._handle)
+        return self.stop
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> Literal[False]:
-        if self._previous is not _UNSET:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL if self._previous is None else self._previous)
+        for signum, previous in self._previous.items():
+            signal.signal(signum, signal.SIG_DFL if previous is None else previous)
+        if exc is None and self._received is not None:
+            raise KeyboardInterrupt if self._received == signal.SIGINT else Terminated
         return False
 
 
 class one_line_errors:  # used as a context manager, reads as a phrase
-    """AdminError → `kafkalite: <message>` and exit 2; Ctrl-C → exit 130; SIGTERM inside `stopped_by_sigterm` →
+    """AdminError → `kafkalite: <message>` and exit 2; Ctrl-C → exit 130; SIGTERM inside `stopped_by_signals` →
     exit 143; a closed stdout (`| head`) → exit 0."""
 
     def __enter__(self) -> None:

@@ -9,7 +9,7 @@ import click
 
 from kafkalite.admin import ClientSettings, Cluster
 from kafkalite.admin.consume import RecordStream, StartPosition
-from kafkalite.cli._cluster import cluster_command, stopped_by_sigterm
+from kafkalite.cli._cluster import cluster_command, stopped_by_signals
 from kafkalite.cli._common import fail
 from kafkalite.cli.formats import FormatError, formatter
 
@@ -108,8 +108,9 @@ def consume(
     )
     out = sys.stdout.buffer
     try:
-        with stopped_by_sigterm():  # a service manager's stop: leave the group now, not after the session
-            for batch in stream.batches():
+        # Ctrl-C or a service manager's SIGTERM: finish the batch, then leave the group now, not after the session.
+        with stopped_by_signals() as stop:
+            for batch in stream.batches(stop=stop):
                 out.write(render(batch))
                 out.flush()
                 stream.done(batch)
