@@ -4,8 +4,12 @@ idempotent-producer table and the compacted offsets log. (The memory engine keep
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import threading
 import time
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -166,6 +170,55 @@ async def test_a_second_broker_over_the_same_data_directory_is_refused(files: Br
             assert (await producer.send(TOPIC, b"still mine")).offset == 0
     async with files() as after:
         assert after.partition(TOPIC, 0).high_watermark == 1
+
+
+async def test_a_cancelled_start_keeps_the_directory_locked_until_its_loading_thread_returns(
+    files: BrokerFactory, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The files are loaded (and a torn tail cut off) on a thread, which cancelling `start` cannot stop: the
+    cancelled start waits for it, closes what it opened and only then unlocks the directory, so a second broker never
+    works on files the first is still recovering. The cancelled broker stays closed."""
+    async with files() as before:
+        await before.create_topic(TOPIC, partitions=2)
+        async with before.producer() as producer:
+            await producer.send(TOPIC, b"kept", partition=1)
+    loading, go_on = threading.Event(), threading.Event()
+    load = kafkalite.Broker._load_from_disk
+
+    def held_load(self: kafkalite.Broker, store: Any) -> None:
+        loading.set()
+        go_on.wait(10)
+        load(self, store)
+
+    monkeypatch.setattr(kafkalite.Broker, "_load_from_disk", held_load)
+    broker = files()
+    start = asyncio.create_task(broker.start())
+    assert await asyncio.to_thread(loading.wait, 10)
+    start.cancel()
+    await asyncio.sleep(0.1)
+    assert not start.done()  # waiting for its thread
+    with pytest.raises(errors.DataDirectoryInUseError):
+        await files().start()
+    go_on.set()
+    with pytest.raises(asyncio.CancelledError):
+        await start
+    assert broker.topics  # it had loaded them
+    assert _open_files_under(tmp_path) == []
+    with pytest.raises(errors.ClosedError):
+        await broker.start()
+    async with files() as after:
+        assert after.partition(TOPIC, 1).high_watermark == 1
+
+
+def _open_files_under(directory: Path) -> list[str]:
+    """This process's open descriptors of files under `directory` (Linux's /proc)."""
+    opened = []
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):  # the listing's own descriptor is gone by now
+            target = os.readlink(f"/proc/self/fd/{fd}")
+            if target.startswith(f"{directory}/"):
+                opened.append(target)
+    return opened
 
 
 async def test_the_data_directory_is_free_after_a_close_that_failed_and_a_closed_broker_does_not_start_again(

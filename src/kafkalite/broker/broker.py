@@ -130,13 +130,24 @@ class Broker:
         try:
             await self._start(began)
         except BaseException:
+            await self._abandon_start()
+            raise
+
+    async def _abandon_start(self) -> None:
+        """A start that failed or was cancelled leaves the broker closed: what it opened is closed, then the data
+        directory is unlocked (a later `start` raises `ClosedError`, as after `close`)."""
+        self._closed = True
+        try:
+            await self._close()
+        except Exception:
+            logger.exception("Closing what a failed start opened failed")
+        finally:
             if self._directory_lock is not None:
                 self._directory_lock.release()
-            raise
 
     async def _start(self, began: float) -> None:
         if self._store is not None:
-            await asyncio.to_thread(self._load_from_disk, self._store)
+            await _thread_to_the_end(self._load_from_disk, self._store)
         else:
             self.cluster_id = new_cluster_id()
         await self._prepare_offsets_topic()
@@ -763,3 +774,21 @@ def _refuse_transactional(transactional_id: str, header: BatchHeader, topic: str
     if code in (47, 90):  # Produce answers a fenced epoch with INVALID_PRODUCER_EPOCH (47), as Kafka does
         raise InvalidProducerEpochError(reason)
     raise TransactionError(reason, code)
+
+
+async def _thread_to_the_end(function: Callable[..., None], *args: Any) -> None:
+    """`asyncio.to_thread`, except that a cancelled caller still waits for the thread to return before it is
+    cancelled: a thread cannot be stopped, and the start's loading thread may be recovering files, which must not go
+    on after the data directory is unlocked."""
+    running = asyncio.ensure_future(asyncio.to_thread(function, *args))
+    cancelled = False
+    while not running.done():
+        try:
+            await asyncio.wait({running})
+        except asyncio.CancelledError:
+            cancelled = True
+    if cancelled:
+        if not running.cancelled():
+            running.exception()  # retrieved: the cancellation is what the caller asked for
+        raise asyncio.CancelledError
+    running.result()
