@@ -196,6 +196,9 @@ async def test_a_cancelled_start_keeps_the_directory_locked_until_its_loading_th
     assert await asyncio.to_thread(loading.wait, 10)
     start.cancel()
     await asyncio.sleep(0.1)
+    for task in asyncio.all_tasks() - {asyncio.current_task()}:  # and again, every task, as `asyncio.run` ends
+        task.cancel()
+    await asyncio.sleep(0.1)
     assert not start.done()  # waiting for its thread
     with pytest.raises(errors.DataDirectoryInUseError):
         await files().start()

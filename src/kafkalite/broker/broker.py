@@ -31,6 +31,7 @@ from kafkalite.broker.metadata_store import MetadataStore, new_cluster_id
 from kafkalite.broker.offsets import OFFSETS_TOPIC, OffsetManager
 from kafkalite.broker.partition import Partition, ProduceResult
 from kafkalite.broker.producer_ids import ProducerIds
+from kafkalite.broker.threads import run_in_thread
 from kafkalite.broker.topic import Topic, log_settings, validate_topic_name
 from kafkalite.broker.transaction_log import TRANSACTION_STATE_TOPIC, TransactionLog
 from kafkalite.broker.transactions import TransactionService, error_name
@@ -147,7 +148,7 @@ class Broker:
 
     async def _start(self, began: float) -> None:
         if self._store is not None:
-            await _thread_to_the_end(self._load_from_disk, self._store)
+            await run_in_thread(self._load_from_disk, self._store)
         else:
             self.cluster_id = new_cluster_id()
         await self._prepare_offsets_topic()
@@ -367,7 +368,7 @@ class Broker:
         for partition in topic.partitions:
             partition.log.close()
         if self._store is not None:
-            await asyncio.to_thread(self._store.delete_topic, name, topic.topic_id, len(topic.partitions))
+            await run_in_thread(self._store.delete_topic, name, topic.topic_id, len(topic.partitions))
 
     async def create_partitions(self, name: str, total_count: int, *, validate_only: bool = False) -> None:
         """Grow a topic to `total_count` partitions (Kafka never shrinks a topic)."""
@@ -420,7 +421,7 @@ class Broker:
                 PartitionLog.open(data_dir / f"{topic.name}-{i}", log_config, fsync=self.config.fsync) for i in indexes
             ]
 
-        logs = await asyncio.to_thread(open_logs)
+        logs = await run_in_thread(open_logs)
         for log in logs:
             log.sync_stats = self.stats.sync
         return [
@@ -669,7 +670,7 @@ class Broker:
 
     async def _save_producer_id_limit(self, limit: int) -> None:
         if self._store is not None:
-            await asyncio.to_thread(self._store.save_producer_id_limit, limit)
+            await run_in_thread(self._store.save_producer_id_limit, limit)
 
     # --- persistence ------------------------------------------------------------------------------------------
 
@@ -684,7 +685,7 @@ class Broker:
             "internal": topic.is_internal,
             "config": topic.config.overrides(),
         }
-        await asyncio.to_thread(self._store.save_topic, document)
+        await run_in_thread(self._store.save_topic, document)
 
     def _load_from_disk(self, store: MetadataStore) -> None:
         """Runs in a worker thread at start: identity, producer-id block, every topic with its recovered logs."""
@@ -702,10 +703,15 @@ class Broker:
         config = TopicConfig(document.get("config", {}), self.config.topic_defaults)
         topic = Topic(name, uuid.UUID(document["topic_id"]), config, [], is_internal=document.get("internal", False))
         log_config = log_settings(config)
-        for index in range(int(document["partitions"])):
-            log = PartitionLog.open(data_dir / f"{name}-{index}", log_config, fsync=self.config.fsync)
-            log.sync_stats = self.stats.sync
-            topic.partitions.append(Partition(name, index, log, config, self._producer_id_limit))
+        try:
+            for index in range(int(document["partitions"])):
+                log = PartitionLog.open(data_dir / f"{name}-{index}", log_config, fsync=self.config.fsync)
+                log.sync_stats = self.stats.sync
+                topic.partitions.append(Partition(name, index, log, config, self._producer_id_limit))
+        except BaseException:  # the topic is not loaded: the logs it did open are closed, not left to the collector
+            for partition in topic.partitions:
+                partition.log.close()
+            raise
         self.topics[name] = topic
         self._topics_by_id[topic.topic_id] = topic
 
@@ -774,21 +780,3 @@ def _refuse_transactional(transactional_id: str, header: BatchHeader, topic: str
     if code in (47, 90):  # Produce answers a fenced epoch with INVALID_PRODUCER_EPOCH (47), as Kafka does
         raise InvalidProducerEpochError(reason)
     raise TransactionError(reason, code)
-
-
-async def _thread_to_the_end(function: Callable[..., None], *args: Any) -> None:
-    """`asyncio.to_thread`, except that a cancelled caller still waits for the thread to return before it is
-    cancelled: a thread cannot be stopped, and the start's loading thread may be recovering files, which must not go
-    on after the data directory is unlocked."""
-    running = asyncio.ensure_future(asyncio.to_thread(function, *args))
-    cancelled = False
-    while not running.done():
-        try:
-            await asyncio.wait({running})
-        except asyncio.CancelledError:
-            cancelled = True
-    if cancelled:
-        if not running.cancelled():
-            running.exception()  # retrieved: the cancellation is what the caller asked for
-        raise asyncio.CancelledError
-    running.result()

@@ -34,6 +34,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING
 
 from kafkalite.broker.offsets import OFFSETS_TOPIC
+from kafkalite.broker.threads import run_in_thread
 from kafkalite.broker.transaction_log import TransactionLog
 from kafkalite.errors import KafkaLiteError, ProducerFencedError
 from kafkalite.transactions import (
@@ -112,7 +113,7 @@ class TransactionService:
                     partition = self._broker.partition(topic, index)
                 except KafkaLiteError:
                     continue
-                first = await asyncio.to_thread(partition.find_open_transaction, txn.producer_id)
+                first = await run_in_thread(partition.find_open_transaction, txn.producer_id)
                 if first is not None:
                     partition.transactions.reopen(txn.producer_id, first)
                     logger.info(
