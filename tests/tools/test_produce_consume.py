@@ -3,6 +3,7 @@ positions, formats, groups, counts; bad input gets one line and exit status 2.""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import subprocess
@@ -195,6 +196,55 @@ def test_ctrl_c_while_the_group_assigns_partitions_still_exits_130_and_leaves(
     assert done.returncode == 130, done.stderr
     assert "Traceback" not in done.stderr
     assert group_members(kafkalite_cluster.bootstrap, group) == 0
+
+
+def _blocked_writing(pid: int) -> bool:
+    with contextlib.suppress(OSError):
+        return Path(f"/proc/{pid}/wchan").read_text().endswith("pipe_write")  # anon_pipe_write on newer kernels
+    return False
+
+
+def test_a_group_consumer_blocked_on_a_full_stdout_still_stops_on_sigterm(kafkalite_cluster: ClusterUnderTest) -> None:
+    """Between polls a signal stops the command where it lands: one blocked writing to a pipe nobody reads (a stalled
+    `| less`) still exits 143 on a service manager's SIGTERM, instead of waiting for the reader."""
+    group = "stalled-reader"
+    kafkalite_cluster.ok("topics", "create", group, "-p", "1")
+    kafkalite_cluster.ok("produce", group, input="".join(f"{i:0200d}\n" for i in range(2_000)))  # 400 KB > a pipe
+    command = ["consume", group, "--group", group, "--follow", "-b", kafkalite_cluster.bootstrap]
+    follower = subprocess.Popen([sys.executable, "-m", "kafkalite.cli", *command], stdout=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while not _blocked_writing(follower.pid):
+            assert time.monotonic() < deadline, "the consumer never filled its stdout"
+            time.sleep(0.05)
+        follower.send_signal(signal.SIGTERM)
+        assert follower.wait(10) == 143
+    finally:
+        follower.kill()
+        follower.wait()
+        assert follower.stdout is not None
+        follower.stdout.close()
+
+
+def test_a_consumer_started_with_sigint_ignored_keeps_ignoring_it(kafkalite_cluster: ClusterUnderTest) -> None:
+    """`kafkalite consume ... &` in a script starts with SIGINT ignored: the script's Ctrl-C is not for it."""
+    kafkalite_cluster.ok("topics", "create", "background", "-p", "1")
+    command = ["consume", "background", "--follow", "-b", kafkalite_cluster.bootstrap]
+    follower = subprocess.Popen(
+        [sys.executable, "-m", "kafkalite.cli", *command],
+        stdout=subprocess.DEVNULL,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
+    try:
+        time.sleep(1.0)  # connected and polling
+        follower.send_signal(signal.SIGINT)
+        with pytest.raises(subprocess.TimeoutExpired):
+            follower.wait(1.5)
+        follower.send_signal(signal.SIGTERM)
+        assert follower.wait(10) == 143
+    finally:
+        follower.kill()
+        follower.wait()
 
 
 def test_bad_input_is_one_line(cluster: ClusterUnderTest, tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ shows its traceback. Importing this module loads librdkafka: only the lazily reg
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
@@ -16,7 +17,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Literal, TypeVar
 
 import click
@@ -83,39 +84,58 @@ class Terminated(BaseException):
 
 
 class stopped_by_signals:  # used as a context manager, reads as a phrase
-    """Within it SIGINT and SIGTERM ask the command's loop to stop instead of raising where they land: the handler
-    only sets the event `__enter__` returns, the loop checks it between polls and ends, and on leaving the block the
-    signal is raised as Ctrl-C's `KeyboardInterrupt` or as `Terminated`, so the command's `finally` runs (a group
-    consumer commits and leaves its group) and `one_line_errors` exits 130 or 143.
+    """Within it SIGINT and SIGTERM stop the command as Ctrl-C's `KeyboardInterrupt` or as `Terminated`, so the
+    command's `finally` runs (a group consumer commits and leaves its group) and `one_line_errors` exits 130 or 143;
+    but inside `held()`, around the librdkafka calls that may run a rebalance callback, a signal only sets `stop`
+    and is raised when `held()` ends. The loop checks `stop` between polls.
 
-    Raising from the handler would unwind through whatever the main thread was running, librdkafka's rebalance
-    callbacks included: a KeyboardInterrupt raised inside the assignment callback makes `Consumer.poll` fail with a
-    SystemError and a traceback. Only for loops that are safe to leave at any point: a command that must not stop
-    halfway (a migration saving its offset map) keeps SIGTERM's default."""
+    Raised inside librdkafka's assignment callback, a KeyboardInterrupt makes `Consumer.poll` fail with a SystemError
+    and a traceback; raised anywhere else (a write to a stdout nobody reads fast enough) it ends the command at once.
+    A signal the command was started with ignored (`kafkalite consume ... &` in a script) stays ignored. Only for
+    loops that are safe to leave at any point: a command that must not stop halfway (a migration saving its offset
+    map) keeps SIGTERM's default."""
 
     _HANDLED = (signal.SIGINT, signal.SIGTERM)
 
     def __init__(self) -> None:
         self.stop = threading.Event()
         self._received: int | None = None
+        self._holding = False
+        self._raised = False
         self._previous: dict[int, Any] = {}
 
     def _handle(self, signum: int, frame: object) -> None:
         if self._received is None:
             self._received = signum
         self.stop.set()
+        if not self._holding:
+            self._raise()
 
-    def __enter__(self) -> threading.Event:
+    def _raise(self) -> None:
+        self._raised = True
+        raise KeyboardInterrupt if self._received == signal.SIGINT else Terminated
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """A signal in here is raised when the block ends (unless the block raised first, or it was raised before)."""
+        self._holding = True
+        try:
+            yield
+        finally:
+            self._holding = False
+        if self._received is not None and not self._raised:
+            self._raise()
+
+    def __enter__(self) -> stopped_by_signals:
         if threading.current_thread() is threading.main_thread():  # only the main thread may set handlers
             for signum in self._HANDLED:
-                self._previous[signum] = signal.signal(signum, self._handle)
-        return self.stop
+                if signal.getsignal(signum) is not signal.SIG_IGN:
+                    self._previous[signum] = signal.signal(signum, self._handle)
+        return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> Literal[False]:
         for signum, previous in self._previous.items():
             signal.signal(signum, signal.SIG_DFL if previous is None else previous)
-        if exc is None and self._received is not None:
-            raise KeyboardInterrupt if self._received == signal.SIGINT else Terminated
         return False
 
 

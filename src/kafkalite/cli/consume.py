@@ -107,12 +107,18 @@ def consume(
         limit=count,
     )
     out = sys.stdout.buffer
-    try:
-        # Ctrl-C or a service manager's SIGTERM: finish the batch, then leave the group now, not after the session.
-        with stopped_by_signals() as stop:
-            for batch in stream.batches(stop=stop):
+    # Ctrl-C or a service manager's SIGTERM: leave the group now, not after the session.
+    with stopped_by_signals() as signals:
+        try:
+            batches = stream.batches(stop=signals.stop)
+            while True:
+                with signals.held():  # librdkafka may be running a rebalance callback
+                    batch = next(batches, None)
+                if batch is None:
+                    break
                 out.write(render(batch))
                 out.flush()
                 stream.done(batch)
-    finally:
-        stream.close()
+        finally:
+            with signals.held():  # leaving the group runs the revocation callback
+                stream.close()
