@@ -58,6 +58,18 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+_REFUSING: list[socket.socket] = []
+
+
+def refusing_port() -> int:
+    """A port nothing listens on, and nothing can start listening on (tests run in several processes): bound, never
+    listening, until this test process ends, so a connection to it is refused at once."""
+    held = socket.socket()
+    held.bind(("127.0.0.1", 0))
+    _REFUSING.append(held)
+    return int(held.getsockname()[1])
+
+
 @pytest.fixture(scope="module")
 def kafkalite_cluster() -> Iterator[ClusterUnderTest]:
     with run_in_thread() as server:

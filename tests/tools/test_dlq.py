@@ -13,9 +13,11 @@ import pytest
 from click.testing import CliRunner, Result
 
 import kafkalite
-from interop.tansu import Tansu, free_port
+from interop.tansu import Tansu
 from kafkalite.cli import main
 from kafkalite.server.inprocess import run_in_thread
+
+from .conftest import refusing_port
 
 
 class PoisonError(ValueError):
@@ -148,7 +150,7 @@ def test_an_unknown_topic_is_one_line_and_exit_2(bootstrap: str, command: str) -
 
 @pytest.mark.parametrize("command", [["list"], ["show", "orders"], ["replay", "orders", "--dry-run"]])
 def test_an_unreachable_broker_is_one_line_and_exit_2(command: list[str]) -> None:
-    address = f"127.0.0.1:{free_port()}"
+    address = f"127.0.0.1:{refusing_port()}"
     result = run("dlq", *command, "-b", address, "--timeout", "2")
     assert result.exit_code == 2
     assert result.stderr == f"kafkalite: cannot connect to {address}: no broker answered\n"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import free_port, run_cli
+from .conftest import refusing_port, run_cli
 
 pytestmark = pytest.mark.interop
 
@@ -31,7 +31,7 @@ COMMANDS = [
 
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: "-".join(c[:2]))
 def test_unreachable_broker_is_one_line(command: tuple[str, ...]) -> None:
-    address = f"127.0.0.1:{free_port()}"  # nothing listens there
+    address = f"127.0.0.1:{refusing_port()}"  # nothing listens there
     started = time.monotonic()
     result = run_cli(*command, "-b", address, input="x\n")
     assert (result.exit_code, result.stderr) == (2, f"kafkalite: cannot reach {address}: Connection refused\n")
@@ -39,7 +39,7 @@ def test_unreachable_broker_is_one_line(command: tuple[str, ...]) -> None:
 
 
 def test_migrate_unreachable_target_is_one_line() -> None:
-    source, target = f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"
+    source, target = f"127.0.0.1:{refusing_port()}", f"127.0.0.1:{refusing_port()}"
     result = run_cli("migrate", "-b", source, "--to", target)
     assert (result.exit_code, result.stderr) == (2, f"kafkalite: cannot reach {source}: Connection refused\n")
 
@@ -70,7 +70,7 @@ def test_unresolvable_host() -> None:
 
 
 def test_bootstrap_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    address = f"127.0.0.1:{free_port()}"
+    address = f"127.0.0.1:{refusing_port()}"
     monkeypatch.setenv("KAFKALITE_BOOTSTRAP", address)
     result = run_cli("topics", "list")
     assert result.stderr == f"kafkalite: cannot reach {address}: Connection refused\n"
@@ -96,7 +96,7 @@ def test_help_has_examples() -> None:
 
 
 def test_python_dash_m_runs_the_command(tmp_path: Path) -> None:
-    address = f"127.0.0.1:{free_port()}"
+    address = f"127.0.0.1:{refusing_port()}"
     for module in ("kafkalite", "kafkalite.cli"):
         result = subprocess.run(
             [sys.executable, "-m", module, "topics", "list", "-b", address], capture_output=True, text=True, timeout=60
