@@ -9,7 +9,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import confluent_kafka
 import confluent_kafka.admin
@@ -198,6 +200,19 @@ def test_ctrl_c_while_the_group_assigns_partitions_still_exits_130_and_leaves(
     assert group_members(kafkalite_cluster.bootstrap, group) == 0
 
 
+@contextlib.contextmanager
+def _following(command: list[str], **popen: Any) -> Iterator[subprocess.Popen[bytes]]:
+    """`kafkalite <command>` as a process of its own, killed at the end whatever the test did."""
+    follower = subprocess.Popen([sys.executable, "-m", "kafkalite.cli", *command], **popen)
+    try:
+        yield follower
+    finally:
+        follower.kill()
+        follower.wait()
+        if follower.stdout is not None:
+            follower.stdout.close()
+
+
 def _blocked_writing(pid: int) -> bool:
     with contextlib.suppress(OSError):
         return Path(f"/proc/{pid}/wchan").read_text().endswith("pipe_write")  # anon_pipe_write on newer kernels
@@ -211,40 +226,27 @@ def test_a_group_consumer_blocked_on_a_full_stdout_still_stops_on_sigterm(kafkal
     kafkalite_cluster.ok("topics", "create", group, "-p", "1")
     kafkalite_cluster.ok("produce", group, input="".join(f"{i:0200d}\n" for i in range(2_000)))  # 400 KB > a pipe
     command = ["consume", group, "--group", group, "--follow", "-b", kafkalite_cluster.bootstrap]
-    follower = subprocess.Popen([sys.executable, "-m", "kafkalite.cli", *command], stdout=subprocess.PIPE)
-    try:
+    with _following(command, stdout=subprocess.PIPE) as follower:
         deadline = time.monotonic() + 30
         while not _blocked_writing(follower.pid):
             assert time.monotonic() < deadline, "the consumer never filled its stdout"
             time.sleep(0.05)
         follower.send_signal(signal.SIGTERM)
         assert follower.wait(10) == 143
-    finally:
-        follower.kill()
-        follower.wait()
-        assert follower.stdout is not None
-        follower.stdout.close()
 
 
 def test_a_consumer_started_with_sigint_ignored_keeps_ignoring_it(kafkalite_cluster: ClusterUnderTest) -> None:
     """`kafkalite consume ... &` in a script starts with SIGINT ignored: the script's Ctrl-C is not for it."""
     kafkalite_cluster.ok("topics", "create", "background", "-p", "1")
     command = ["consume", "background", "--follow", "-b", kafkalite_cluster.bootstrap]
-    follower = subprocess.Popen(
-        [sys.executable, "-m", "kafkalite.cli", *command],
-        stdout=subprocess.DEVNULL,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
-    )
-    try:
+    ignoring = lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)  # noqa: E731
+    with _following(command, stdout=subprocess.DEVNULL, preexec_fn=ignoring) as follower:
         time.sleep(1.0)  # connected and polling
         follower.send_signal(signal.SIGINT)
         with pytest.raises(subprocess.TimeoutExpired):
             follower.wait(1.5)
         follower.send_signal(signal.SIGTERM)
         assert follower.wait(10) == 143
-    finally:
-        follower.kill()
-        follower.wait()
 
 
 def test_bad_input_is_one_line(cluster: ClusterUnderTest, tmp_path: Path) -> None:
