@@ -283,10 +283,10 @@ async def test_unknown_topics_are_refused_by_name(broker: Any, names: Names) -> 
 
 
 async def test_an_unreachable_cluster_is_one_clear_error() -> None:
-    from interop.tansu import free_port
+    from ports import refusing_port
 
     with pytest.raises(UnreachableError, match=r"127\.0\.0\.1"):
-        async with kafkalite.connect(f"127.0.0.1:{free_port()}", request_timeout_ms=2000):
+        async with kafkalite.connect(f"127.0.0.1:{refusing_port()}", request_timeout_ms=2000):
             pass
 
 

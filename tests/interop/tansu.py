@@ -13,14 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from ports import free_port
+
 HOST = "127.0.0.1"
 START_TIMEOUT_S = 30.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return int(s.getsockname()[1])
 
 
 class Tansu:

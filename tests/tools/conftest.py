@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 import shlex
-import socket
 import subprocess
 import threading
 import time
@@ -27,6 +26,7 @@ from click.testing import CliRunner, Result
 
 from kafkalite.cli import main
 from kafkalite.server import run_in_thread
+from ports import free_port
 
 ONE_PER_BATCH = ("-X", "linger.ms=0", "-X", "batch.num.messages=1")
 START_TIMEOUT_S = 30.0
@@ -50,24 +50,6 @@ class ClusterUnderTest:
 
 def run_cli(*args: str, input: str | bytes | None = None) -> Result:
     return CliRunner().invoke(main, list(args), input=input, catch_exceptions=False, prog_name="kafkalite")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-_REFUSING: list[socket.socket] = []
-
-
-def refusing_port() -> int:
-    """A port nothing listens on, and nothing can start listening on (tests run in several processes): bound, never
-    listening, until this test process ends, so a connection to it is refused at once."""
-    held = socket.socket()
-    held.bind(("127.0.0.1", 0))
-    _REFUSING.append(held)
-    return int(held.getsockname()[1])
 
 
 @pytest.fixture(scope="module")

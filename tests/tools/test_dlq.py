@@ -16,8 +16,7 @@ import kafkalite
 from interop.tansu import Tansu
 from kafkalite.cli import main
 from kafkalite.server.inprocess import run_in_thread
-
-from .conftest import refusing_port
+from ports import refusing_port
 
 
 class PoisonError(ValueError):

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import refusing_port, run_cli
+from ports import refusing_port
+
+from .conftest import run_cli
 
 pytestmark = pytest.mark.interop
 
