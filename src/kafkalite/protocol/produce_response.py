@@ -2,10 +2,10 @@
 
 kio's writers are pure Python: building and writing an answer of one topic and eight partitions cost 41 µs at v7
 and 78 µs at v9, about a third of what the broker spent on such a request in process (`python -m
-bench.dispatch_cost --partitions 8`), where the answer of one partition, filled into a template, cost 2 µs. The
-Java client, aiokafka, kafka-python and franz-go send one request per broker with every partition they have records
-for (librdkafka sends one partition a request). This module writes any number of
-topics and partitions at the cost of a few `struct.pack` calls per partition.
+bench.dispatch_cost --partitions 8`), where an answer of one partition cost 2 µs. The Java client, aiokafka,
+kafka-python and franz-go send one request per broker with every partition they have records for (librdkafka sends
+one partition a request). This module writes any number of topics and partitions at the cost of a few `struct.pack`
+calls per partition.
 
 It covers the answer of a request whose every partition was appended (error code 0, no error message, no record
 errors): the handler gives kio every other answer, which keeps them rare and counted by the error metrics. The layout
