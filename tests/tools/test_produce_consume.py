@@ -129,6 +129,13 @@ def test_follow_stops_at_count(kafkalite_cluster: ClusterUnderTest) -> None:
     assert lines(kafkalite_cluster.ok("consume", "live", "--follow", "-n", "2")) == ["one", "two"]
 
 
+def _sigint_as_from_a_terminal() -> None:
+    """In the child before exec: SIGINT at its default, as a terminal's shell starts a command, so that Python turns
+    it into KeyboardInterrupt. A suite started in the background (`make test &`) has SIGINT ignored, and a command
+    that starts with it ignored rightly keeps ignoring it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def group_members(bootstrap: str, group: str) -> int:
     admin = confluent_kafka.admin.AdminClient({"bootstrap.servers": bootstrap})
     return len(admin.describe_consumer_groups([group])[group].result(10).members)
@@ -149,6 +156,7 @@ def test_a_following_group_consumer_stopped_by_a_signal_leaves_its_group(
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_sigint_as_from_a_terminal,
     )
     try:
         deadline = time.monotonic() + 30
@@ -193,7 +201,11 @@ def test_ctrl_c_while_the_group_assigns_partitions_still_exits_130_and_leaves(
     kafkalite_cluster.ok("topics", "create", group, "-p", "1")
     command = ["consume", group, "--group", group, "--follow", "-b", kafkalite_cluster.bootstrap]
     done = subprocess.run(
-        [sys.executable, "-c", SIGNALLED_WHILE_ASSIGNING, *command], capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", SIGNALLED_WHILE_ASSIGNING, *command],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=_sigint_as_from_a_terminal,
     )
     assert done.returncode == 130, done.stderr
     assert "Traceback" not in done.stderr
