@@ -129,11 +129,18 @@ def test_follow_stops_at_count(kafkalite_cluster: ClusterUnderTest) -> None:
     assert lines(kafkalite_cluster.ok("consume", "live", "--follow", "-n", "2")) == ["one", "two"]
 
 
-def _sigint_as_from_a_terminal() -> None:
-    """In the child before exec: SIGINT at its default, as a terminal's shell starts a command, so that Python turns
-    it into KeyboardInterrupt. A suite started in the background (`make test &`) has SIGINT ignored, and a command
-    that starts with it ignored rightly keeps ignoring it."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+def _python_with_sigint(disposition: str, *python_args: str) -> list[str]:
+    """`python *python_args`, exec'd by a Python that first sets SIGINT to `disposition` ("SIG_DFL": as a terminal's
+    shell starts a command, so the command's Python turns it into KeyboardInterrupt; "SIG_IGN": as a script starts a
+    background job). The suite's own SIGINT is no guide: a suite started as a background job of a script (`make test
+    &` without job control) has it ignored. A trampoline rather than `preexec_fn`, which is unsafe in a process with
+    threads."""
+    set_then_exec = (
+        "import os, signal, sys; "
+        f"signal.signal(signal.SIGINT, signal.{disposition}); "
+        "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])"
+    )
+    return [sys.executable, "-c", set_then_exec, *python_args]
 
 
 def group_members(bootstrap: str, group: str) -> int:
@@ -152,11 +159,10 @@ def test_a_following_group_consumer_stopped_by_a_signal_leaves_its_group(
     kafkalite_cluster.ok("topics", "create", group, "-p", "1")
     command = ["consume", group, "--group", group, "--follow", "-b", kafkalite_cluster.bootstrap]
     follower = subprocess.Popen(
-        [sys.executable, "-m", "kafkalite.cli", *command],
+        _python_with_sigint("SIG_DFL", "-m", "kafkalite.cli", *command),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
-        preexec_fn=_sigint_as_from_a_terminal,
     )
     try:
         deadline = time.monotonic() + 30
@@ -201,11 +207,10 @@ def test_ctrl_c_while_the_group_assigns_partitions_still_exits_130_and_leaves(
     kafkalite_cluster.ok("topics", "create", group, "-p", "1")
     command = ["consume", group, "--group", group, "--follow", "-b", kafkalite_cluster.bootstrap]
     done = subprocess.run(
-        [sys.executable, "-c", SIGNALLED_WHILE_ASSIGNING, *command],
+        _python_with_sigint("SIG_DFL", "-c", SIGNALLED_WHILE_ASSIGNING, *command),
         capture_output=True,
         text=True,
         timeout=60,
-        preexec_fn=_sigint_as_from_a_terminal,
     )
     assert done.returncode == 130, done.stderr
     assert "Traceback" not in done.stderr
@@ -213,9 +218,10 @@ def test_ctrl_c_while_the_group_assigns_partitions_still_exits_130_and_leaves(
 
 
 @contextlib.contextmanager
-def _following(command: list[str], **popen: Any) -> Iterator[subprocess.Popen[bytes]]:
-    """`kafkalite <command>` as a process of its own, killed at the end whatever the test did."""
-    follower = subprocess.Popen([sys.executable, "-m", "kafkalite.cli", *command], **popen)
+def _following(command: list[str], sigint: str = "SIG_DFL", **popen: Any) -> Iterator[subprocess.Popen[bytes]]:
+    """`kafkalite <command>` as a process of its own, started with SIGINT set to `sigint`, killed at the end whatever
+    the test did."""
+    follower = subprocess.Popen(_python_with_sigint(sigint, "-m", "kafkalite.cli", *command), **popen)
     try:
         yield follower
     finally:
@@ -251,8 +257,7 @@ def test_a_consumer_started_with_sigint_ignored_keeps_ignoring_it(kafkalite_clus
     """`kafkalite consume ... &` in a script starts with SIGINT ignored: the script's Ctrl-C is not for it."""
     kafkalite_cluster.ok("topics", "create", "background", "-p", "1")
     command = ["consume", "background", "--follow", "-b", kafkalite_cluster.bootstrap]
-    ignoring = lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)  # noqa: E731
-    with _following(command, stdout=subprocess.DEVNULL, preexec_fn=ignoring) as follower:
+    with _following(command, "SIG_IGN", stdout=subprocess.DEVNULL) as follower:
         time.sleep(1.0)  # connected and polling
         follower.send_signal(signal.SIGINT)
         with pytest.raises(subprocess.TimeoutExpired):
