@@ -8,7 +8,7 @@ do and sleep in `epoll_wait`. Two measurements say what that costs:
 
 1. **This machine's wake-up.** One byte bounced over a socket pair between two processes, 20,000 times, both pinned
    to one CPU and then to two different CPUs: the round trip, and the CPU time each side spends per round trip
-   (mostly the kernel's work to put a process to sleep and wake it; the Python loop around it is a small part).
+   (a `poll`, a `recv` and a `send` each time, and the kernel's work to put the process to sleep and wake it).
 2. **The broker's CPU per request, one at a time or pipelined.** `kafkalite serve --fsync never` from this tree (and
    from each `--baseline` source tree), a topic of 8 partitions, and one raw connection that sends Produce requests
    (v10, acks=1, one batch of `--records` 100 B records for one partition each, the partitions in turn, as
@@ -18,13 +18,17 @@ do and sleep in `epoll_wait`. Two measurements say what that costs:
    - **pipelined**: 8 requests in flight, so the next request is usually queued in the socket when the broker
      finishes one, and one read can bring in several.
    The broker's user + system CPU time over the requests (`/proc/<pid>/stat`), per request and per message, and, to
-   show how the two modes differ, its `read` and `write` calls (socket and log together, `/proc/<pid>/io`) and its
-   voluntary context switches (times it slept) per request. The two modes alternate, in a different order each round.
+   show how the two modes differ, its `read` and `write` calls (socket and log together, `/proc/<pid>/io`: this
+   counts the socket calls of uvloop, which `kafkalite serve` runs on when it is installed, not the `recv`/`send` of
+   asyncio's own loop) and its voluntary context switches (times it slept) per request. The two modes alternate, in
+   a different order each round.
 
-The request bytes and the appends are the same in both modes. What differs is that the broker goes to sleep and is
-woken for most requests one at a time, with a read, a write and a loop turn of their own; pipelined, it does neither
-for most of them. Medians over rounds, with min–max. The CPU time counts in the kernel's 10 ms clock ticks: the
-report gives what one tick is per request, so that a difference smaller than that is not read into.
+The request bytes and the appends are the same in both modes. One at a time, the broker sleeps before every request
+and gives each its own read, write and turn of the event loop; pipelined, it rarely sleeps, and one read and one
+write serve several requests.
+
+Medians over rounds, with min–max. The CPU time counts in the kernel's 10 ms clock ticks: the report gives what one
+tick is per request, so that a difference smaller than that is not read into.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ import struct
 import sys
 import threading
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -69,24 +74,30 @@ def ping_pong(cpus: tuple[int, int], count: int = PING_PONGS) -> tuple[float, fl
     """(round trip µs, this side's CPU µs per round trip, the other side's), the two processes pinned to `cpus`."""
     assert threading.active_count() == 1, "fork with one thread only: a child of a threaded process may deadlock"
     here, there = socket.socketpair()
-    here.settimeout(SOCKET_TIMEOUT_S)
+    for end in (here, there):  # both sides alike: with a timeout, each recv() waits in poll() as the broker does
+        end.settimeout(SOCKET_TIMEOUT_S)
     previous = os.sched_getaffinity(0)
     child = os.fork()
     if child == 0:  # pragma: no cover - the child process
         here.close()
+        status = 1
         try:
             os.sched_setaffinity(0, {cpus[1]})
             for _ in range(count):
                 if not there.recv(1):
                     break
                 there.sendall(b"y")
+            status = 0
+        except BaseException:
+            traceback.print_exc()
         finally:
-            os._exit(0)
+            os._exit(status)
     there.close()
     try:
         os.sched_setaffinity(0, {cpus[0]})
         here.sendall(b"x")  # the child is running and pinned before the clock starts
-        here.recv(1)
+        if not here.recv(1):
+            raise RuntimeError("the ping-pong's other process ended before it began")
         began, cpu_began = time.perf_counter(), time.process_time()
         for _ in range(count - 1):
             here.sendall(b"x")
@@ -148,6 +159,8 @@ def send(port: int, frames: list[bytes], requests: int, in_flight: int) -> None:
                 raise RuntimeError(f"the broker closed the connection before answer {expected}")
             (size,) = struct.unpack(">i", head)
             frame = incoming.read(size)
+            if len(frame) < size:
+                raise RuntimeError(f"the broker closed the connection in the middle of answer {expected}")
             (correlation_id,) = struct.unpack_from(">i", frame)
             response, _ = read(frame, header_size)
             error_code = response.responses[0].partition_responses[0].error_code
@@ -250,7 +263,10 @@ def main() -> None:
         f"\nThe broker's CPU per Produce request of {args.records} × 100 B, {args.requests:,} requests a mode; "
         f"medians of {rounds} (min–max); one clock tick is {tick_us:.1f} µs per request"
     )
-    print("| broker, mode | CPU per request (µs) | CPU per message (µs) | reads | writes | sleeps |")
+    print(
+        "| broker, mode | CPU per request (µs) | CPU per message (µs) | reads per request | writes per request "
+        "| sleeps per request |"
+    )
     print("|---|---:|---:|---:|---:|---:|")
     for name, rows in samples.items():
         columns: list[Any] = list(zip(*rows, strict=True))
