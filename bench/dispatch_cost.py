@@ -22,20 +22,15 @@ import argparse
 import asyncio
 import contextlib
 import cProfile
-import io
 import pstats
 import struct
-import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from kio.index import load_request_schema
-from kio.serial import entity_writer
-
+from bench import wire
 from kafkalite.broker import Broker
-from kafkalite.protocol.messages import build
 from kafkalite.protocol.records import RecordToWrite, build_batch
 from kafkalite.server.dispatch import ServerInfo, dispatch
 
@@ -47,18 +42,8 @@ WARM_UP = 2000  # requests before the timed repeats
 def produce_frame(version: int, partitions: int = 1) -> bytes:
     """A Produce request frame (without its size prefix) of one 100 B record for each of partitions 0 to
     `partitions` - 1, acks=1, as a client with `linger.ms=0` sends it."""
-    request_type = load_request_schema(0, version)
-    module = sys.modules[request_type.__module__]
-    batch = build_batch([RecordToWrite(bytes(100))], now_ms=int(time.time() * 1000))
-    data = [build(module.PartitionProduceData, {"index": index, "records": batch}) for index in range(partitions)]
-    topic = build(module.TopicProduceData, {"name": TOPIC, "partition_data": data})
-    header_type = request_type.__header_schema__
-    buffer = io.BytesIO()
-    header = {"request_api_key": 0, "request_api_version": version, "correlation_id": 7, "client_id": "bench"}
-    entity_writer(header_type)(buffer, header_type(**header))
-    body = {"transactional_id": None, "acks": 1, "timeout": 1000, "topic_data": [topic]}
-    entity_writer(request_type)(buffer, build(request_type, body))
-    return buffer.getvalue()
+    batch = bytes(build_batch([RecordToWrite(bytes(100))], now_ms=int(time.time() * 1000)))
+    return wire.produce_frame(TOPIC, dict.fromkeys(range(partitions), batch), version, 7, timeout_ms=1000)[4:]
 
 
 @contextlib.asynccontextmanager

@@ -45,13 +45,12 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from kio.index import load_request_schema, load_response_schema
+from kio.index import load_response_schema
 from kio.serial import entity_reader
 
 from bench.brokers import Running, baseline_peer
 from bench.machine import process_cpu_seconds
-from bench.wire import encode_frame
-from kafkalite.protocol.messages import build
+from bench.wire import produce_frame
 from kafkalite.protocol.records import RecordToWrite, build_batch
 
 HERE = Path(__file__).resolve().parent.parent
@@ -124,17 +123,8 @@ def _batch(records: int) -> bytes:
 def produce_frames(records: int) -> list[bytes]:
     """One Produce request frame (size prefix included) per partition, each a batch of `records` 100 B records with
     acks=1; `send` sets each copy's correlation id."""
-    module = sys.modules[load_request_schema(PRODUCE, PRODUCE_VERSION).__module__]
     batch = _batch(records)
-    frames = []
-    for partition in range(PARTITIONS):
-        data = [build(module.PartitionProduceData, {"index": partition, "records": batch})]
-        topic = build(module.TopicProduceData, {"name": TOPIC, "partition_data": data})
-        body = build(
-            module.ProduceRequest, {"transactional_id": None, "acks": 1, "timeout": 30_000, "topic_data": [topic]}
-        )
-        frames.append(encode_frame(PRODUCE, PRODUCE_VERSION, 0, body))
-    return frames
+    return [produce_frame(TOPIC, {partition: batch}, PRODUCE_VERSION, 0) for partition in range(PARTITIONS)]
 
 
 def _with_correlation_id(frame: bytes, correlation_id: int) -> bytes:
@@ -142,14 +132,14 @@ def _with_correlation_id(frame: bytes, correlation_id: int) -> bytes:
     return frame[:8] + struct.pack(">i", correlation_id) + frame[12:]
 
 
-def send(port: int, frames: list[bytes], requests: int, in_flight: int) -> None:
+def send(address: tuple[str, int], frames: list[bytes], requests: int, in_flight: int) -> None:
     """`requests` Produce requests over one connection, at most `in_flight` unanswered; every answer is read in order
     and checked (its correlation id, and no error). Raises on a wrong answer, a closed connection or a 30 s silence."""
     response_type = load_response_schema(PRODUCE, PRODUCE_VERSION)
     read = entity_reader(response_type)
     header_size = 4 + response_type.__header_schema__.__version__
 
-    with socket.create_connection(("127.0.0.1", port), timeout=SOCKET_TIMEOUT_S) as sock:
+    with socket.create_connection(address, timeout=SOCKET_TIMEOUT_S) as sock:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         incoming = sock.makefile("rb", buffering=1 << 16)
 
@@ -192,11 +182,10 @@ def broker_cost(
     """{mode: (CPU µs per request, CPU µs per message, reads, writes and sleeps per request)}, the modes in `order`;
     `frames` are `produce_frames(records)`."""
     assert running.pid is not None
-    _, port = running.host_port
     costs = {}
     for mode in order:
         before = _broker_counts(running.pid)
-        send(port, frames, requests, MODES[mode])
+        send(running.host_port, frames, requests, MODES[mode])
         after = _broker_counts(running.pid)
         cpu, reads, writes, sleeps = (a - b for a, b in zip(after, before, strict=True))
         per = 1 / requests
@@ -254,7 +243,7 @@ def main() -> None:
         for name, source in sources.items():
             with baseline_peer(source, "never").start() as running:
                 running.create_topic(TOPIC, PARTITIONS)
-                send(running.host_port[1], frames, 500, IN_FLIGHT)  # warm-up: the segment files open, the code runs
+                send(running.host_port, frames, 500, IN_FLIGHT)  # warm-up: the segment files open, the code runs
                 for mode, figures in broker_cost(running, frames, args.records, args.requests, order).items():
                     samples.setdefault(f"{name}, {mode}", []).append(figures)
                     print(f"round {round_number + 1} · {name}, {mode}: {figures[0]:.0f} µs", file=sys.stderr)

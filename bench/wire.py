@@ -12,6 +12,7 @@ import io
 import struct
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,21 +63,36 @@ async def _call(
     return response
 
 
+def produce_frame(
+    topic: str,
+    batches: Mapping[int, bytes],
+    version: int,
+    correlation_id: int,
+    *,
+    acks: int = 1,
+    timeout_ms: int = 30_000,
+) -> bytes:
+    """The frame (size prefix included) of a Produce request for one topic, by name (v3–v12): `batches` by
+    partition."""
+    module = _request_module(PRODUCE, version)
+    data = tuple(build(module.PartitionProduceData, {"index": p, "records": b}) for p, b in batches.items())
+    topic_data = build(module.TopicProduceData, {"name": topic, "partition_data": data})
+    body = build(
+        module.ProduceRequest,
+        {"transactional_id": None, "acks": acks, "timeout": timeout_ms, "topic_data": (topic_data,)},
+    )
+    return encode_frame(PRODUCE, version, correlation_id, body)
+
+
 def _requests(topic: str, partition: int) -> tuple[bytes, bytes]:
     metadata = _request_module(METADATA, METADATA_VERSION)
-    produce = _request_module(PRODUCE, PRODUCE_VERSION)
     metadata_body = build(
         metadata.MetadataRequest, {"topics": (build(metadata.MetadataRequestTopic, {"name": topic}),)}
     )
     records = bytes(build_batch([RecordToWrite(b"x" * 100)], now_ms=int(time.time() * 1000)))
-    partition_data = build(produce.PartitionProduceData, {"index": partition, "records": records})
-    topic_data = build(produce.TopicProduceData, {"name": topic, "partition_data": (partition_data,)})
-    produce_body = build(
-        produce.ProduceRequest, {"transactional_id": None, "acks": 1, "timeout": 30_000, "topic_data": (topic_data,)}
-    )
     return (
         encode_frame(METADATA, METADATA_VERSION, 1, metadata_body),
-        encode_frame(PRODUCE, PRODUCE_VERSION, 2, produce_body),
+        produce_frame(topic, {partition: records}, PRODUCE_VERSION, 2),
     )
 
 
