@@ -143,6 +143,21 @@ def _python_with_sigint(disposition: str, *python_args: str) -> list[str]:
     return [sys.executable, "-c", set_then_exec, *python_args]
 
 
+@contextlib.contextmanager
+def _following(command: list[str], sigint: str = "SIG_DFL", **popen: Any) -> Iterator[subprocess.Popen[Any]]:
+    """`kafkalite <command>` as a process of its own, started with SIGINT set to `sigint`, killed at the end whatever
+    the test did."""
+    follower = subprocess.Popen(_python_with_sigint(sigint, "-m", "kafkalite.cli", *command), **popen)
+    try:
+        yield follower
+    finally:
+        follower.kill()
+        follower.wait()
+        for stream in (follower.stdout, follower.stderr):
+            if stream is not None:
+                stream.close()
+
+
 def group_members(bootstrap: str, group: str) -> int:
     admin = confluent_kafka.admin.AdminClient({"bootstrap.servers": bootstrap})
     return len(admin.describe_consumer_groups([group])[group].result(10).members)
@@ -158,13 +173,7 @@ def test_a_following_group_consumer_stopped_by_a_signal_leaves_its_group(
     group = f"follower-{signum}"
     kafkalite_cluster.ok("topics", "create", group, "-p", "1")
     command = ["consume", group, "--group", group, "--follow", "-b", kafkalite_cluster.bootstrap]
-    follower = subprocess.Popen(
-        _python_with_sigint("SIG_DFL", "-m", "kafkalite.cli", *command),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
+    with _following(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) as follower:
         deadline = time.monotonic() + 30
         while group_members(kafkalite_cluster.bootstrap, group) != 1:
             assert time.monotonic() < deadline, "the follower never joined its group"
@@ -173,9 +182,6 @@ def test_a_following_group_consumer_stopped_by_a_signal_leaves_its_group(
         assert follower.wait(10) == (143 if signum == signal.SIGTERM else 130)
         assert "Traceback" not in (follower.stderr.read() if follower.stderr else "")
         assert group_members(kafkalite_cluster.bootstrap, group) == 0  # left, not waiting out its session
-    finally:
-        follower.kill()
-        follower.wait()
 
 
 # `kafkalite consume` with Ctrl-C sent to itself from inside librdkafka's assignment callback, the moment a signal
@@ -215,20 +221,6 @@ def test_ctrl_c_while_the_group_assigns_partitions_still_exits_130_and_leaves(
     assert done.returncode == 130, done.stderr
     assert "Traceback" not in done.stderr
     assert group_members(kafkalite_cluster.bootstrap, group) == 0
-
-
-@contextlib.contextmanager
-def _following(command: list[str], sigint: str = "SIG_DFL", **popen: Any) -> Iterator[subprocess.Popen[bytes]]:
-    """`kafkalite <command>` as a process of its own, started with SIGINT set to `sigint`, killed at the end whatever
-    the test did."""
-    follower = subprocess.Popen(_python_with_sigint(sigint, "-m", "kafkalite.cli", *command), **popen)
-    try:
-        yield follower
-    finally:
-        follower.kill()
-        follower.wait()
-        if follower.stdout is not None:
-            follower.stdout.close()
 
 
 def _blocked_writing(pid: int) -> bool:
