@@ -4,13 +4,21 @@ work while producers append and consumers fetch."""
 from __future__ import annotations
 
 import asyncio
+import threading
+from pathlib import Path
 
 import pytest
 
 import kafkalite
 from kafkalite import errors
+from kafkalite.broker.log_cleaner import LogCleaner
 from kafkalite.broker.log_reader import scan_records
+from kafkalite.broker.partition import Partition
+from kafkalite.broker.topic import log_settings
+from kafkalite.config.topic import TopicConfig
 from kafkalite.protocol.records import RecordToWrite, build_batch
+from kafkalite.storage import PartitionLog
+from kafkalite.storage.file_ops import FileOps
 
 from .harness import TIMEOUT_S, BrokerFactory, consumer
 
@@ -134,3 +142,48 @@ async def test_closing_the_broker_stops_a_cleaning_and_leaves_no_half_written_se
             p.name for p in (broker.data_dir / f"{TOPIC}-0").iterdir() if p.name.endswith((".cleaned", ".swap"))
         ]
         assert leftovers == []
+
+
+class SlowFlushOps(FileOps):
+    """Real file operations whose fsyncs wait for `flushes` to be set: a disk slower than the writes."""
+
+    def __init__(self) -> None:
+        self.flushes = threading.Event()
+
+    def fsync(self, fd: int) -> None:
+        self.flushes.wait(TIMEOUT_S)
+        super().fsync(fd)
+
+
+async def test_a_cleaning_right_after_the_writes_waits_for_their_flush_and_reaches_every_closed_segment(
+    tmp_path: Path,
+) -> None:
+    """The file engine flushes each rolled segment in a worker thread, and only then lets a cleaning rewrite it;
+    `clean_once` waits for the flushes already under way, so it cleans every closed segment however slow the disk."""
+    ops = SlowFlushOps()
+    config = TopicConfig(COMPACTED)
+    partition = Partition(
+        TOPIC, 0, PartitionLog.open(tmp_path / f"{TOPIC}-0", log_settings(config), file_ops=ops), config, lambda: 0
+    )
+    cleaner = LogCleaner(lambda: [partition])
+    try:
+        for n in range(200):
+            await partition.append(build_batch([RecordToWrite(b"v" * 100, b"k%d" % (n % 7))], now_ms=n))
+        closed_segments = partition.log.segment_count - 1
+        assert closed_segments > 5
+        cleaning = asyncio.create_task(cleaner.clean_once())
+        await asyncio.sleep(0.1)
+        assert not cleaning.done()  # waiting for the flush
+        ops.flushes.set()
+        report = await asyncio.wait_for(cleaning, TIMEOUT_S)
+        assert report is not None
+        assert report.swapped
+        assert report.stats.cleanable_segments == closed_segments
+        cleaned = [
+            record.key for record in scan_records(partition.log, 0) if record.offset < report.stats.first_uncleanable
+        ]
+        assert sorted(cleaned) == sorted(b"k%d" % k for k in range(7))  # the latest record of each key
+    finally:
+        ops.flushes.set()
+        await cleaner.close()
+        partition.log.close()

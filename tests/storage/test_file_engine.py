@@ -8,6 +8,7 @@ import os
 import struct
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -513,6 +514,35 @@ async def test_a_roll_flushes_the_rolled_segment_then_moves_the_recovery_point(t
         await asyncio.sleep(0.01)
     assert (directory / "recovery-point").read_text() == f"{rolled_at}\n"
     assert ops.fsyncs - fsyncs_after_open >= 4  # .log, .index, .timeindex of the rolled segment, then the temp file
+    log.close()
+
+
+async def test_checkpointed_waits_for_the_flush_of_the_rolled_segments_that_a_cleaning_needs(tmp_path: Path) -> None:
+    """A cleaning rewrites only segments below the recovery point, which a worker thread moves after flushing each
+    rolled segment: `checkpointed` waits for that flush, so a cleaning asked for right after a write reaches every
+    closed segment; a failed flush ends the wait too (the recovery point stays where it was)."""
+    ops = FailingOps()
+    ops.fsync_gate = threading.Event()  # the roll's flush waits here
+    now_ms = 1_000_000  # after every record `fill` writes
+    log = PartitionLog.open(tmp_path / "t-0", replace(CONFIG, compact=True), file_ops=ops)
+    while log.segment_count < 3:
+        fill(log, 1)
+    assert log.cleaning_stats(now_ms) is None  # nothing is flushed yet, so nothing may be cleaned
+    waiting = asyncio.create_task(log.checkpointed())
+    await asyncio.sleep(0.05)
+    assert not waiting.done()
+    ops.fsync_gate.set()
+    await asyncio.wait_for(waiting, 5)
+    stats = log.cleaning_stats(now_ms)
+    assert stats is not None
+    assert stats.cleanable_segments == 2
+    ops.fail_next_fsync = True
+    while log.segment_count < 4:
+        fill(log, 1)
+    await asyncio.wait_for(log.checkpointed(), 5)  # the flush failed: no wait for a recovery point that stays
+    stats = log.cleaning_stats(now_ms)
+    assert stats is not None
+    assert stats.cleanable_segments == 2
     log.close()
 
 

@@ -2,7 +2,10 @@
 
 One cleaner thread per broker (Kafka's `log.cleaner.threads` default): every `backoff_s` (Kafka's
 `log.cleaner.backoff.ms`), or at once after a cleaning, the cleaner asks every partition's log for its sections
-(`Log.cleaning_stats`) and takes the dirtiest due one (`storage.compaction_policy`). Then:
+(`Log.cleaning_stats`) and takes the dirtiest due one (`storage.compaction_policy`). A segment counts only once it
+is durable (the file engine's recovery point covers it, moved by a flush that follows each roll in a worker thread),
+so the cleaner first waits for the flushes of segments already rolled (`Log.checkpointed`): a cleaning asked for
+right after a write cleans every closed segment, not just those an earlier flush happened to reach. Then:
   1. on the loop, `Log.prepare_cleaning` lists the segments to rewrite (closed, durable ones only);
   2. in the cleaner thread, the job reads them and writes their replacements aside, at no more than
      `io_max_bytes_per_second` (Kafka's `log.cleaner.io.max.bytes.per.second`); appends go on meanwhile, since
@@ -167,9 +170,12 @@ class LogCleaner:
         async with self._lock:
             if self._stopping.is_set():
                 return None
+            partitions = [partition for partition in self._partitions() if partition.log.config.compact]
+            for partition in partitions:
+                await partition.log.checkpointed()
             now = self._clock() if now_ms is None else now_ms
             candidates = []
-            for partition in self._partitions():
+            for partition in partitions:
                 try:
                     stats = partition.log.cleaning_stats(now, partition.transactions.first_unstable_offset())
                 except KafkaLiteError:  # closed under us (topic deleted)

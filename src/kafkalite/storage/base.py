@@ -87,6 +87,10 @@ class Log(Protocol):
     async def sync(self) -> None:
         """Make every appended byte durable; concurrent callers share one fsync (group commit)."""
 
+    async def checkpointed(self) -> None:
+        """Wait until every segment rolled so far may be cleaned (the file engine's recovery point covers them);
+        `LogCleaner.clean_once` waits for this, so a cleaning right after a write cleans all it could."""
+
     def append_aborted_transaction(self, entry: AbortedTxn) -> None:
         """Index an aborted transaction whose abort marker was just appended (into the active segment's index)."""
 

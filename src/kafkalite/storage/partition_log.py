@@ -156,6 +156,7 @@ class PartitionLog(SegmentedLog[Segment]):
         self._recovery_point = log_end_offset
         self._rolled: list[tuple[Segment, int]] = []
         self._checkpoint_task: asyncio.Task[None] | None = None
+        self._checkpoint_moved: asyncio.Event | None = None  # set (and replaced) each time the checkpoint task steps
         self._checkpoint_lock = threading.Lock()
         self._checkpoint_epoch = 0
         self._open_inactive: OrderedDict[int, Segment] = OrderedDict()  # by id(segment), least recently read first
@@ -442,6 +443,19 @@ class PartitionLog(SegmentedLog[Segment]):
                 self._sync_round = asyncio.get_running_loop().create_task(self._run_sync_round())
             await asyncio.shield(self._sync_round)
 
+    async def checkpointed(self) -> None:
+        """Wait until the recovery point covers the segments rolled so far (or their checkpoint failed, which leaves
+        it lagging): a cleaning rewrites only segments below it, so a caller that cleans next cleans all it wrote.
+        Segments rolled meanwhile are not waited for, so steady rolls cannot keep the caller waiting."""
+        if self._closed or not self._rolled:
+            return
+        target = self._rolled[-1][1]
+        self._start_checkpoint()  # none runs when the segments rolled outside a loop or the last checkpoint failed
+        while self._recovery_point < target and self._checkpoint_task is not None and not self._closed:
+            if self._checkpoint_moved is None:
+                self._checkpoint_moved = asyncio.Event()
+            await self._checkpoint_moved.wait()
+
     def close(self) -> None:
         if self._closed:
             return
@@ -572,8 +586,16 @@ class PartitionLog(SegmentedLog[Segment]):
                     id(entry) for entry in batch
                 }  # by identity: truncate_to or retention may have edited the list
                 self._rolled = [entry for entry in self._rolled if id(entry) not in flushed]
+                self._wake_checkpoint_waiters()
         finally:
             self._checkpoint_task = None
+            self._wake_checkpoint_waiters()
+
+    def _wake_checkpoint_waiters(self) -> None:
+        """Let every `checkpointed` caller look at the recovery point again."""
+        moved, self._checkpoint_moved = self._checkpoint_moved, None
+        if moved is not None:
+            moved.set()
 
     def _flush_and_checkpoint(self, files: list[tuple[int, Path]], recovery_point: int, epoch: int) -> None:
         """Runs in a worker thread: the fsyncs first, so the recovery point never covers bytes that are not on disk."""
