@@ -309,8 +309,10 @@ def _how(results: Results) -> str:
   {meta["versions"].get("librdkafka")}) in the bench process, one producer per run: `linger.ms=5`, the row's `acks`,
   records sent to explicit partitions round-robin, delivery reports for errors only; throughput is acknowledged
   records ÷ time to the final `flush()`, MB/s counts record values only. Group consumer: a new group,
-  `auto.offset.reset=earliest`, `consume(10000)` in a loop; its throughput counts from the first batch to the last
-  record (the time to join the group is the separate "subscribe → first message" row).
+  `auto.offset.reset=earliest`, `fetch.queue.backoff.ms=0`, `consume(10000)` in a loop; its throughput counts from
+  the first batch to the last record (the time to join the group is the separate "subscribe → first message" row).
+  With librdkafka's default back-off (no Fetch for 1 s once 100,000 messages are queued) the consumer idled for
+  most of each second: full runs before 2026-12-03 read 150,000–210,000 msg/s from every peer on this row.
   Produce size: {sizes["produce_small"]:,} records of 100 B, {sizes["produce_large"]:,} of 1 KiB; the consume run
   first fills an 8-partition topic with {sizes["consume"]:,} × 100 B (acks=1, not timed).
 - Rows that take the client out of the way (Kafka peers only; `bench/clients.py`, `bench/wire.py`):
