@@ -241,6 +241,9 @@ async def test_failed_fsync_reaches_the_caller_and_stops_writes_until_reopened(t
         append(log, make_batch(1))
     assert log.read(0, 1 << 20)  # reads go on
     log.close()
+    # No clean-shutdown marker and no recovery point at the end: the open below checks every batch written.
+    assert not (tmp_path / "t-0" / "clean-shutdown").exists()
+    assert not (tmp_path / "t-0" / "recovery-point").exists()
     reopened = PartitionLog.open(tmp_path / "t-0", CONFIG, file_ops=ops)
     assert reopened.log_end_offset == end
     assert append(reopened, make_batch(1)) == (end, end)
@@ -520,30 +523,52 @@ async def test_a_roll_flushes_the_rolled_segment_then_moves_the_recovery_point(t
 async def test_checkpointed_waits_for_the_flush_of_the_rolled_segments_that_a_cleaning_needs(tmp_path: Path) -> None:
     """A cleaning rewrites only segments below the recovery point, which a worker thread moves after flushing each
     rolled segment: `checkpointed` waits for that flush, so a cleaning asked for right after a write reaches every
-    closed segment; a failed flush ends the wait too (the recovery point stays where it was)."""
+    closed segment."""
     ops = FailingOps()
     ops.fsync_gate = threading.Event()  # the roll's flush waits here
     now_ms = 1_000_000  # after every record `fill` writes
     log = PartitionLog.open(tmp_path / "t-0", replace(CONFIG, compact=True), file_ops=ops)
-    while log.segment_count < 3:
-        fill(log, 1)
-    assert log.cleaning_stats(now_ms) is None  # nothing is flushed yet, so nothing may be cleaned
-    waiting = asyncio.create_task(log.checkpointed())
-    await asyncio.sleep(0.05)
-    assert not waiting.done()
-    ops.fsync_gate.set()
-    await asyncio.wait_for(waiting, 5)
-    stats = log.cleaning_stats(now_ms)
-    assert stats is not None
-    assert stats.cleanable_segments == 2
+    try:
+        while log.segment_count < 3:
+            fill(log, 1)
+        assert log.cleaning_stats(now_ms) is None  # nothing is flushed yet, so nothing may be cleaned
+        waiting = asyncio.create_task(log.checkpointed())
+        await asyncio.sleep(0.05)
+        assert not waiting.done()
+        ops.fsync_gate.set()
+        await asyncio.wait_for(waiting, 5)
+        stats = log.cleaning_stats(now_ms)
+        assert stats is not None
+        assert stats.cleanable_segments == 2
+    finally:
+        ops.fsync_gate.set()
+        log.close()
+
+
+async def test_a_checkpoint_whose_fsync_fails_stops_the_log_and_a_stopped_log_flushes_nothing_more(
+    tmp_path: Path,
+) -> None:
+    """The roll's flush fails as a sync round can: the pages may be gone, so the log stops for writes (a later fsync
+    could succeed over the hole), `checkpointed` returns rather than waiting for a recovery point that stays, and
+    neither it nor `close` fsyncs again or writes a recovery point past the hole."""
+    ops = FailingOps()
+    directory = tmp_path / "t-0"
+    log = PartitionLog.open(directory, replace(CONFIG, compact=True), file_ops=ops)
+    fill(log, 1)
+    await log.sync()
     ops.fail_next_fsync = True
-    while log.segment_count < 4:
+    while log.segment_count < 2:
         fill(log, 1)
-    await asyncio.wait_for(log.checkpointed(), 5)  # the flush failed: no wait for a recovery point that stays
-    stats = log.cleaning_stats(now_ms)
-    assert stats is not None
-    assert stats.cleanable_segments == 2
+    await asyncio.wait_for(log.checkpointed(), 5)
+    with pytest.raises(StorageError, match="refuses writes since an fsync failed"):
+        append(log, make_batch(1))
+    assert log.cleaning_stats(1_000_000) is None  # the rolled segment never became cleanable
+    fsyncs = ops.fsyncs
+    await asyncio.wait_for(log.checkpointed(), 5)
     log.close()
+    assert ops.fsyncs == fsyncs
+    assert not (directory / "recovery-point").exists()
+    assert not (directory / "clean-shutdown").exists()
 
 
 def test_unclean_open_checks_every_batch_at_or_above_the_recovery_point(

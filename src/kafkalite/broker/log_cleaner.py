@@ -4,8 +4,9 @@ One cleaner thread per broker (Kafka's `log.cleaner.threads` default): every `ba
 `log.cleaner.backoff.ms`), or at once after a cleaning, the cleaner asks every partition's log for its sections
 (`Log.cleaning_stats`) and takes the dirtiest due one (`storage.compaction_policy`). A segment counts only once it
 is durable (the file engine's recovery point covers it, moved by a flush that follows each roll in a worker thread),
-so the cleaner first waits for the flushes of segments already rolled (`Log.checkpointed`): a cleaning asked for
-right after a write cleans every closed segment, not just those an earlier flush happened to reach. Then:
+so the cleaner first waits for the flush of the segments already rolled (`Log.checkpointed`, which starts one when
+none runs): a cleaning asked for right after a write cleans every closed segment, not just those an earlier flush
+happened to reach. Then:
   1. on the loop, `Log.prepare_cleaning` lists the segments to rewrite (closed, durable ones only);
   2. in the cleaner thread, the job reads them and writes their replacements aside, at no more than
      `io_max_bytes_per_second` (Kafka's `log.cleaner.io.max.bytes.per.second`); appends go on meanwhile, since
@@ -173,6 +174,8 @@ class LogCleaner:
             partitions = [partition for partition in self._partitions() if partition.log.config.compact]
             for partition in partitions:
                 await partition.log.checkpointed()
+            if self._stopping.is_set():  # closing began while this waited
+                return None
             now = self._clock() if now_ms is None else now_ms
             candidates = []
             for partition in partitions:

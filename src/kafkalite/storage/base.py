@@ -88,8 +88,9 @@ class Log(Protocol):
         """Make every appended byte durable; concurrent callers share one fsync (group commit)."""
 
     async def checkpointed(self) -> None:
-        """Wait until every segment rolled so far may be cleaned (the file engine's recovery point covers them);
-        `LogCleaner.clean_once` waits for this, so a cleaning right after a write cleans all it could."""
+        """Wait until every segment rolled so far may be cleaned (the file engine's recovery point covers them), or
+        their flush failed; `LogCleaner.clean_once` waits for this, so a cleaning right after a write cleans all it
+        could. Never raises."""
 
     def append_aborted_transaction(self, entry: AbortedTxn) -> None:
         """Index an aborted transaction whose abort marker was just appended (into the active segment's index)."""

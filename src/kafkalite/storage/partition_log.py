@@ -44,8 +44,11 @@ A failed fsync stops the log for writes (appends and syncs raise `StorageError`;
 the kernel may have dropped the dirty pages and would let a later fsync succeed over the hole.
 Index files are fsynced only when their segment is rolled or the log closed: they are derived from the log, so
 recovery may always rebuild them. A roll outside a running event loop leaves the rolled segment queued; the next
-roll or `sync()` under a loop, or `close`, flushes it. A failed checkpoint is logged and retried at the next one; the
-recovery point only ever lags, which costs recovery time, never data.
+roll, `sync()` or `checkpointed()` under a loop, or `close`, flushes it. A checkpoint whose fsync fails stops the log
+as a failed sync round does; one that fails otherwise (writing `recovery-point`) is logged and retried at the next
+one, the recovery point lagging, which costs recovery time, never data. A stopped log starts no checkpoint, and its
+`close` writes neither `recovery-point` nor `clean-shutdown`, so the next open checks every batch past the last good
+recovery point.
 
 Recovery on open (`open`):
   * with `clean-shutdown` (the fast path): each segment's indexes are checked (entries increasing, inside the log)
@@ -447,11 +450,13 @@ class PartitionLog(SegmentedLog[Segment]):
         """Wait until the recovery point covers the segments rolled so far (or their checkpoint failed, which leaves
         it lagging): a cleaning rewrites only segments below it, so a caller that cleans next cleans all it wrote.
         Segments rolled meanwhile are not waited for, so steady rolls cannot keep the caller waiting."""
-        if self._closed or not self._rolled:
+        if self._closed or self._fsync_failure is not None or not self._rolled:
             return
         target = self._rolled[-1][1]
         self._start_checkpoint()  # none runs when the segments rolled outside a loop or the last checkpoint failed
-        while self._recovery_point < target and self._checkpoint_task is not None and not self._closed:
+        while self._recovery_point < target and (task := self._checkpoint_task) is not None and not self._closed:
+            if task.get_loop() is not asyncio.get_running_loop():
+                return  # a task of a loop that was dropped without finishing it: nothing would wake this one
             if self._checkpoint_moved is None:
                 self._checkpoint_moved = asyncio.Event()
             await self._checkpoint_moved.wait()
@@ -462,6 +467,12 @@ class PartitionLog(SegmentedLog[Segment]):
         self._closed = True
         try:
             self._segments[-1].become_inactive()
+            if self._fsync_failure is not None:
+                # Pages a failed fsync dropped may lie under a later one that succeeds: no marker and no new recovery
+                # point, so the next open checks every batch from the last good recovery point on.
+                with self._checkpoint_lock:
+                    self._checkpoint_epoch += 1
+                return
             if self._fsync:
                 unflushed = [segment for segment, _ in self._rolled]
                 unflushed += [*self._unsynced_segments.values(), self._segments[-1]]
@@ -478,6 +489,7 @@ class PartitionLog(SegmentedLog[Segment]):
         finally:
             for segment in self._segments:
                 segment.close()
+            self._wake_checkpoint_waiters()
 
     # --- internals --------------------------------------------------------------------------------------------
 
@@ -549,8 +561,8 @@ class PartitionLog(SegmentedLog[Segment]):
 
     def _start_checkpoint(self) -> None:
         """Flush the rolled segments and move the recovery point past them: in a worker thread when a loop runs."""
-        if self._checkpoint_task is not None or not self._rolled:
-            return
+        if self._checkpoint_task is not None or not self._rolled or self._fsync_failure is not None:
+            return  # one runs already, nothing to flush, or the log stopped (a later fsync could hide a hole)
         if not self._fsync:  # no fsync to wait for, only a rename: cheap enough to do right here, once per roll
             try:
                 self._write_recovery_point(self._rolled[-1][1])
@@ -573,7 +585,7 @@ class PartitionLog(SegmentedLog[Segment]):
                 epoch = self._checkpoint_epoch
                 try:
                     files = self._dup_files([segment for segment, _ in batch])
-                    await asyncio.to_thread(self._flush_and_checkpoint, files, batch[-1][1], epoch)
+                    failed_fsync = await asyncio.to_thread(self._flush_and_checkpoint, files, batch[-1][1], epoch)
                 except (OSError, StorageError) as exc:  # the recovery point only lags; the next roll or sync retries
                     logger.error(
                         "checkpoint of %s failed, recovery point stays at %d: %s",
@@ -581,6 +593,9 @@ class PartitionLog(SegmentedLog[Segment]):
                         self._recovery_point,
                         exc,
                     )
+                    return
+                if failed_fsync is not None:  # as a failed sync round: the pages may be gone, so the log stops
+                    self._stop_writes(failed_fsync)
                     return
                 flushed = {
                     id(entry) for entry in batch
@@ -597,12 +612,19 @@ class PartitionLog(SegmentedLog[Segment]):
         if moved is not None:
             moved.set()
 
-    def _flush_and_checkpoint(self, files: list[tuple[int, Path]], recovery_point: int, epoch: int) -> None:
-        """Runs in a worker thread: the fsyncs first, so the recovery point never covers bytes that are not on disk."""
-        self._fsync_descriptors(files, sync_directory=True)
+    def _flush_and_checkpoint(
+        self, files: list[tuple[int, Path]], recovery_point: int, epoch: int
+    ) -> StorageError | None:
+        """Runs in a worker thread: the fsyncs first, so the recovery point never covers bytes that are not on disk.
+        A failed fsync is returned (the recovery point then stays), a failed write of `recovery-point` raised."""
+        try:
+            self._fsync_descriptors(files, sync_directory=True)
+        except StorageError as exc:
+            return exc
         with self._checkpoint_lock:
             if epoch == self._checkpoint_epoch:
                 self._write_recovery_point(recovery_point)
+        return None
 
     def _open_txn_indexes(self, paths: list[Path]) -> list[tuple[int, Path]]:
         """Descriptors of the `.txnindex` files `paths` (those an abort was appended to since the last sync round),
