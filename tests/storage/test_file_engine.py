@@ -545,6 +545,30 @@ async def test_checkpointed_waits_for_the_flush_of_the_rolled_segments_that_a_cl
         log.close()
 
 
+async def test_a_segment_rolled_while_a_checkpoint_runs_is_flushed_by_it_before_the_recovery_point_passes_it(
+    tmp_path: Path,
+) -> None:
+    """The checkpoint task takes the segments rolled so far, and those that roll while it flushes them stay queued
+    for its next pass (the compiled build once dropped them, moving the recovery point past unflushed files)."""
+    ops = FailingOps()
+    ops.fsync_gate = threading.Event()
+    directory = tmp_path / "t-0"
+    log = PartitionLog.open(directory, CONFIG, file_ops=ops)
+    try:
+        while log.segment_count < 2:
+            fill(log, 1)
+        await _fsync_started(ops)  # the first checkpoint is flushing the first segment
+        while log.segment_count < 3:
+            fill(log, 1)  # the second rolls meanwhile
+        ops.fsync_gate.set()
+        await asyncio.wait_for(log.checkpointed(), 5)
+        active_base = max(int(path.stem) for path in directory.glob("*.log"))
+        assert (directory / "recovery-point").read_text() == f"{active_base}\n"
+    finally:
+        ops.fsync_gate.set()
+        log.close()
+
+
 async def test_a_checkpoint_whose_fsync_fails_stops_the_log_and_a_stopped_log_flushes_nothing_more(
     tmp_path: Path,
 ) -> None:

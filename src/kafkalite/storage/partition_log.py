@@ -580,7 +580,7 @@ class PartitionLog(SegmentedLog[Segment]):
     async def _checkpoint_rolled(self) -> None:
         """Until none is left: fsync the rolled segments' files and the directory, then persist the recovery point."""
         try:
-            while self._rolled and not self._closed:
+            while self._rolled and not self._closed and self._fsync_failure is None:
                 batch = list(self._rolled)
                 epoch = self._checkpoint_epoch
                 try:
@@ -597,10 +597,10 @@ class PartitionLog(SegmentedLog[Segment]):
                 if failed_fsync is not None:  # as a failed sync round: the pages may be gone, so the log stops
                     self._stop_writes(failed_fsync)
                     return
-                flushed = {
-                    id(entry) for entry in batch
-                }  # by identity: truncate_to or retention may have edited the list
-                self._rolled = [entry for entry in self._rolled if id(entry) not in flushed]
+                # By the segment's identity and end: truncate_to or retention may have edited the list meanwhile, and
+                # a compiled build makes a new tuple object each time an entry is read, so the entry's own id is no key.
+                flushed = {(id(segment), end) for segment, end in batch}
+                self._rolled = [entry for entry in self._rolled if (id(entry[0]), entry[1]) not in flushed]
                 self._wake_checkpoint_waiters()
         finally:
             self._checkpoint_task = None
@@ -622,7 +622,7 @@ class PartitionLog(SegmentedLog[Segment]):
         except StorageError as exc:
             return exc
         with self._checkpoint_lock:
-            if epoch == self._checkpoint_epoch:
+            if epoch == self._checkpoint_epoch and self._fsync_failure is None:  # no recovery point over a hole
                 self._write_recovery_point(recovery_point)
         return None
 
@@ -687,6 +687,8 @@ class PartitionLog(SegmentedLog[Segment]):
             self._stop_writes(exc)
             raise
         else:
+            if self._fsync_failure is not None:  # a checkpoint's fsync failed meanwhile: this success proves nothing
+                raise self._fsync_failure
             if self.sync_stats is not None:
                 self.sync_stats.record(time.perf_counter() - began, sequence - self._synced_sequence)
             self._synced_sequence = max(self._synced_sequence, sequence)
@@ -709,6 +711,9 @@ class PartitionLog(SegmentedLog[Segment]):
             except OSError as exc:
                 failure = StorageError(f"fsync {self.directory} failed: {exc.strerror or exc}")
         if failure is not None:
+            with self._checkpoint_lock:  # at once, from this thread: no round or checkpoint may trust a later fsync
+                if self._fsync_failure is None:
+                    self._fsync_failure = failure
             raise failure
 
     def _stop_writes(self, failure: StorageError) -> None:
