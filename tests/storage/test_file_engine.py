@@ -569,6 +569,55 @@ async def test_a_segment_rolled_while_a_checkpoint_runs_is_flushed_by_it_before_
         log.close()
 
 
+class FirstFlushHeldOps(FileOps):
+    """Holds the fsync of the first segment's `.index` (a roll checkpoint's) until `release` is set, and fails the
+    fsync of the file named `failing` once."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.held = threading.Event()
+        self.failing: str | None = None
+
+    def fsync(self, fd: int) -> None:
+        name = os.readlink(f"/proc/self/fd/{fd}").rsplit("/", 1)[-1]
+        if name == "00000000000000000000.index":
+            self.held.set()
+            self.release.wait(5)
+        if name == self.failing:
+            self.failing = None
+            raise OSError(5, "Input/output error")
+        super().fsync(fd)
+
+
+async def test_a_checkpoint_under_way_writes_no_recovery_point_once_a_sync_round_failed(tmp_path: Path) -> None:
+    """A sync round's fsync fails while a checkpoint flushes an earlier segment, with another segment queued behind
+    it: the checkpoint must not go on to fsync that one (which could succeed over the hole) and move the recovery
+    point past it."""
+    ops = FirstFlushHeldOps()
+    directory = tmp_path / "t-0"
+    log = PartitionLog.open(directory, CONFIG, file_ops=ops)
+    try:
+        while log.segment_count < 2:
+            fill(log, 1)
+        assert await asyncio.to_thread(ops.held.wait, 5)  # the checkpoint of the first segment is under way
+        while log.segment_count < 3:
+            fill(log, 1)
+        ops.failing = sorted(path.name for path in directory.glob("*.log"))[1]  # the segment queued behind it
+        with pytest.raises(StorageError, match="Input/output error"):
+            await log.sync()
+        ops.release.set()
+        for _ in range(100):  # the checkpoint goes on in its thread: give it a second to write what it would
+            await asyncio.sleep(0.01)
+            if (directory / "recovery-point").exists():
+                break
+        assert not (directory / "recovery-point").exists()
+    finally:
+        ops.release.set()
+        log.close()
+    assert not (directory / "recovery-point").exists()
+    assert not (directory / "clean-shutdown").exists()
+
+
 async def test_a_checkpoint_whose_fsync_fails_stops_the_log_and_a_stopped_log_flushes_nothing_more(
     tmp_path: Path,
 ) -> None:
