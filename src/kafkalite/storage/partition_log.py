@@ -585,17 +585,17 @@ class PartitionLog(SegmentedLog[Segment]):
                 epoch = self._checkpoint_epoch
                 try:
                     files = self._dup_files([segment for segment, _ in batch])
-                    failed_fsync = await asyncio.to_thread(self._flush_and_checkpoint, files, batch[-1][1], epoch)
-                except (OSError, StorageError) as exc:  # the recovery point only lags; the next roll or sync retries
-                    logger.error(
-                        "checkpoint of %s failed, recovery point stays at %d: %s",
-                        self.directory,
-                        self._recovery_point,
-                        exc,
-                    )
-                    return
-                if failed_fsync is not None:  # as a failed sync round: the pages may be gone, so the log stops
-                    self._stop_writes(failed_fsync)
+                    await asyncio.to_thread(self._flush_and_checkpoint, files, batch[-1][1], epoch)
+                except (OSError, StorageError) as exc:
+                    if exc is self._fsync_failure:  # its fsync failed: the pages may be gone, so the log stops
+                        self._stop_writes(exc)
+                    else:  # writing `recovery-point` failed: it only lags; the next roll or sync retries
+                        logger.error(
+                            "checkpoint of %s failed, recovery point stays at %d: %s",
+                            self.directory,
+                            self._recovery_point,
+                            exc,
+                        )
                     return
                 # By the segment's identity and end: truncate_to or retention may have edited the list meanwhile, and
                 # a compiled build makes a new tuple object each time an entry is read, so the entry's own id is no key.
@@ -612,19 +612,13 @@ class PartitionLog(SegmentedLog[Segment]):
         if moved is not None:
             moved.set()
 
-    def _flush_and_checkpoint(
-        self, files: list[tuple[int, Path]], recovery_point: int, epoch: int
-    ) -> StorageError | None:
-        """Runs in a worker thread: the fsyncs first, so the recovery point never covers bytes that are not on disk.
-        A failed fsync is returned (the recovery point then stays), a failed write of `recovery-point` raised."""
-        try:
-            self._fsync_descriptors(files, sync_directory=True)
-        except StorageError as exc:
-            return exc
+    def _flush_and_checkpoint(self, files: list[tuple[int, Path]], recovery_point: int, epoch: int) -> None:
+        """Runs in a worker thread: the fsyncs first, so the recovery point never covers bytes that are not on disk
+        (a failed one marks the log stopped as it raises: `_fsync_descriptors`)."""
+        self._fsync_descriptors(files, sync_directory=True)
         with self._checkpoint_lock:
             if epoch == self._checkpoint_epoch and self._fsync_failure is None:  # no recovery point over a hole
                 self._write_recovery_point(recovery_point)
-        return None
 
     def _open_txn_indexes(self, paths: list[Path]) -> list[tuple[int, Path]]:
         """Descriptors of the `.txnindex` files `paths` (those an abort was appended to since the last sync round),
