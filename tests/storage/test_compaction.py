@@ -453,6 +453,36 @@ def test_a_failed_regroup_of_the_transaction_index_stops_writes_and_a_reopen_rec
         reopened.close()
 
 
+async def test_a_stopped_log_is_left_alone_by_the_cleaner_and_a_cleaning_it_stopped_under_is_discarded(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    """A log stops after a failed fsync and refuses writes until a restart recovers it from disk. A cleaning's swap
+    writes and fsyncs files too, so a stopped log is not due for cleaning (the cleaner would otherwise pick it again
+    after every back-off and fail each time), and a cleaning that ran while it stopped is discarded, not swapped in."""
+    directory = tmp_path / "t-0"
+    write_aborts_in_two_segments(directory, clock)
+    ops = RecordingOps()
+    log = PartitionLog.open(directory, COMPACTED, clock=clock, fsync=True, file_ops=ops)
+    try:
+        aborted = log.aborted_transactions(0, log.log_end_offset)
+        job = log.prepare_cleaning(clock(), CleaningContext(aborted=aborted))
+        assert job is not None
+        job.run(Throttle(None), lambda: False)
+        put(log, [(b"k", b"v")])
+        ops.failing_fsyncs.add(max(path.name for path in directory.glob("*.log")))  # the active segment
+        with pytest.raises(StorageError, match="Input/output error"):
+            await log.sync()
+        files = sorted(path.name for path in directory.iterdir())
+        assert not log.finish_cleaning(job)
+        assert sorted(path.name for path in directory.iterdir()) == [
+            name for name in files if not name.endswith(".cleaned")
+        ]
+        assert log.cleaning_stats(clock()) is None
+        assert not clean(log, clock(), CleaningContext(aborted=aborted))
+    finally:
+        log.close()
+
+
 def test_a_full_offset_map_ends_the_cleaning_early_and_the_next_one_goes_on(
     engine: str, tmp_path: Path, clock: FakeClock
 ) -> None:

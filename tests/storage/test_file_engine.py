@@ -17,6 +17,7 @@ from kafka.record.memory_records import MemoryRecords
 
 from kafkalite.errors import StorageError
 from kafkalite.protocol.records import read_batches
+from kafkalite.stats import SyncStats
 from kafkalite.storage import AbortedTxn, LogConfig, PartitionLog
 from kafkalite.storage.file_ops import FileOps
 from kafkalite.storage.file_records import FileRecords
@@ -642,6 +643,27 @@ async def test_a_checkpoint_whose_fsync_fails_stops_the_log_and_a_stopped_log_fl
     assert ops.fsyncs == fsyncs
     assert not (directory / "recovery-point").exists()
     assert not (directory / "clean-shutdown").exists()
+
+
+async def test_a_failed_checkpoint_fsync_is_counted_with_the_failed_sync_rounds(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`/metrics` counts every fsync failure that stopped a log (kafkalite_log_flush_failures), a roll's too, and the
+    log says it stopped (the compiled build once raised a TypeError in the checkpoint task instead)."""
+    caplog.set_level(logging.ERROR, logger="kafkalite.storage")
+    ops = FailingOps()
+    log = PartitionLog.open(tmp_path / "t-0", CONFIG, file_ops=ops)
+    log.sync_stats = SyncStats()
+    try:
+        ops.fail_next_fsync = True
+        while log.segment_count < 2:
+            fill(log, 1)
+        await asyncio.wait_for(log.checkpointed(), 5)
+        assert log.sync_stats.failures == 1
+        assert log.sync_stats.rounds == 0
+        assert "refuses writes from now on" in caplog.text
+    finally:
+        log.close()
 
 
 def test_unclean_open_checks_every_batch_at_or_above_the_recovery_point(

@@ -243,7 +243,11 @@ class BrokerCollector(Collector):
         batch = _histogram("kafkalite_log_flush_batch_appends", "Appends made durable by one fsync round", [])
         _add_histogram(batch, [], sync.batch_size)
         yield from (flush, batch)
-        yield CounterMetricFamily("kafkalite_log_flush_failures", "fsync rounds that failed", value=sync.failures)
+        yield CounterMetricFamily(
+            "kafkalite_log_flush_failures",
+            "fsync rounds and roll checkpoints whose fsync failed (each stops its log for writes)",
+            value=sync.failures,
+        )
         retention = self.broker.stats.retention
         yield CounterMetricFamily("kafkalite_retention_passes", "Retention passes run", value=retention.passes)
         yield CounterMetricFamily(

@@ -88,6 +88,7 @@ from kafkalite.protocol.records import BatchHeader
 from kafkalite.stats import SyncStats
 from kafkalite.storage.atomic_file import read_file
 from kafkalite.storage.base import LogConfig
+from kafkalite.storage.compaction_policy import CleaningStats
 from kafkalite.storage.compactor import CleaningContext, CleaningJob
 from kafkalite.storage.file_cleaning import (
     FileCleaningJob,
@@ -365,6 +366,14 @@ class PartitionLog(SegmentedLog[Segment]):
 
     # --- compaction (see file_cleaning) -----------------------------------------------------------------------
 
+    def cleaning_stats(self, now_ms: int, first_unstable_offset: int | None = None) -> CleaningStats | None:
+        """As every log's, but None once this one stopped after a failed fsync: a cleaning's swap writes and fsyncs
+        files, and no fsync of a stopped log is trusted. The restart that recovers the log cleans it again."""
+        if self._fsync_failure is not None:
+            self._check_open()
+            return None
+        return super().cleaning_stats(now_ms, first_unstable_offset)
+
     def prepare_cleaning(self, now_ms: int, context: CleaningContext) -> CleaningJob | None:
         stats = self.cleaning_stats(now_ms, context.first_unstable_offset)
         if stats is None:
@@ -388,7 +397,8 @@ class PartitionLog(SegmentedLog[Segment]):
     def finish_cleaning(self, job: CleaningJob) -> bool:
         assert isinstance(job, FileCleaningJob)
         outcome = job.outcome
-        if outcome is None or not self._cleaning_applies(job.version, job.members, prepared=True):
+        applies = self._cleaning_applies(job.version, job.members, prepared=True)
+        if outcome is None or not applies or self._fsync_failure is not None:  # stopped while the cleaning ran
             job.discard()
             return False
         rewritten = job.members[: sum(outcome.groups)]
@@ -587,8 +597,11 @@ class PartitionLog(SegmentedLog[Segment]):
                     files = self._dup_files([segment for segment, _ in batch])
                     await asyncio.to_thread(self._flush_and_checkpoint, files, batch[-1][1], epoch)
                 except (OSError, StorageError) as exc:
-                    if exc is self._fsync_failure:  # its fsync failed: the pages may be gone, so the log stops
-                        self._stop_writes(exc)
+                    failure = self._recorded_fsync_failure()
+                    if failure is not None and exc is failure:  # its fsync failed: the pages may be gone, so it stops
+                        if self.sync_stats is not None:
+                            self.sync_stats.failures += 1
+                        self._stop_writes(failure)
                     else:  # writing `recovery-point` failed: it only lags; the next roll or sync retries
                         logger.error(
                             "checkpoint of %s failed, recovery point stays at %d: %s",
@@ -605,6 +618,12 @@ class PartitionLog(SegmentedLog[Segment]):
         finally:
             self._checkpoint_task = None
             self._wake_checkpoint_waiters()
+
+    def _recorded_fsync_failure(self) -> StorageError | None:
+        """The failed fsync that stopped this log, read afresh. A method, not the field: in `_checkpoint_rolled` the
+        loop's condition narrows `_fsync_failure` to None, and the compiled build checks that type when it reads the
+        field there, though the fsync thread has set it since (a TypeError where the log should stop)."""
+        return self._fsync_failure
 
     def _wake_checkpoint_waiters(self) -> None:
         """Let every `checkpointed` caller look at the recovery point again."""
