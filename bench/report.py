@@ -309,10 +309,13 @@ def _how(results: Results) -> str:
   {meta["versions"].get("librdkafka")}) in the bench process, one producer per run: `linger.ms=5`, the row's `acks`,
   records sent to explicit partitions round-robin, delivery reports for errors only; throughput is acknowledged
   records ÷ time to the final `flush()`, MB/s counts record values only. Group consumer: a new group,
-  `auto.offset.reset=earliest`, `fetch.queue.backoff.ms=0`, `consume(10000)` in a loop; its throughput counts from
+  `auto.offset.reset=earliest`, `fetch.queue.backoff.ms=0`, `fetch.wait.max.ms=10`, `enable.partition.eof=true`,
+  `consume(10000)` in a loop until every record came or every partition reported its end; its throughput counts from
   the first batch to the last record (the time to join the group is the separate "subscribe → first message" row).
   With librdkafka's default back-off (no Fetch for 1 s once 100,000 messages are queued) the consumer idled for
-  most of each second: full runs before 2026-12-03 read 150,000–210,000 msg/s from every peer on this row.
+  most of each second: full runs before 2026-12-03 read 150,000–210,000 msg/s from every peer on this row. With its
+  default `fetch.wait.max.ms` (500 ms) a Fetch naming only partitions already read to their end held the consumer
+  up to half a second a round ("A Fetch of partitions read to their end" below).
   Produce size: {sizes["produce_small"]:,} records of 100 B, {sizes["produce_large"]:,} of 1 KiB; the consume run
   first fills an 8-partition topic with {sizes["consume"]:,} × 100 B (acks=1, not timed).
 - Rows that take the client out of the way (Kafka peers only; `bench/clients.py`, `bench/wire.py`):
