@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import struct
@@ -664,6 +665,49 @@ async def test_a_failed_checkpoint_fsync_is_counted_with_the_failed_sync_rounds(
         assert "refuses writes from now on" in caplog.text
     finally:
         log.close()
+
+
+class FailsAnotherFsyncDuringCloseOps(FileOps):
+    """While `close` fsyncs the directory, another thread's fsync of the log fails (as a sync round's or a roll
+    checkpoint's worker thread can, still running when the broker closes the log)."""
+
+    def __init__(self) -> None:
+        self.log: PartitionLog | None = None
+        self.failing_fd: int | None = None
+
+    def fsync(self, fd: int) -> None:
+        if fd == self.failing_fd:
+            raise OSError(5, "Input/output error")
+        super().fsync(fd)
+
+    def fsync_directory(self, directory: Path) -> None:
+        log = self.log
+        if log is not None and self.failing_fd is None:
+            self.failing_fd = os.open(log.directory, os.O_RDONLY)
+            path = log.directory
+
+            def other_thread() -> None:
+                with contextlib.suppress(StorageError):
+                    log._fsync_descriptors([(self.failing_fd or -1, path)], sync_directory=False)
+
+            worker = threading.Thread(target=other_thread)
+            worker.start()
+            worker.join()
+        super().fsync_directory(directory)
+
+
+def test_close_writes_no_marker_when_another_fsync_of_the_log_fails_while_it_flushes(tmp_path: Path) -> None:
+    """`close` checks for a failed fsync again once its own flush is done: one failing in another thread meanwhile
+    may have dropped pages that close's fsync then reported as written."""
+    ops = FailsAnotherFsyncDuringCloseOps()
+    directory = tmp_path / "t-0"
+    log = PartitionLog.open(directory, CONFIG, file_ops=ops)
+    fill(log, 3)
+    ops.log = log
+    log.close()
+    assert ops.failing_fd is not None  # the other thread's fsync ran, and failed, during close
+    assert not (directory / "clean-shutdown").exists()
+    assert not (directory / "recovery-point").exists()
 
 
 def test_unclean_open_checks_every_batch_at_or_above_the_recovery_point(

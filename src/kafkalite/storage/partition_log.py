@@ -491,6 +491,8 @@ class PartitionLog(SegmentedLog[Segment]):
                 self._fsync_descriptors(files, sync_directory=True)
             with self._checkpoint_lock:
                 self._checkpoint_epoch += 1  # an in-flight roll checkpoint must not overwrite what follows
+                if self._recorded_fsync_failure() is not None:  # a round's or a checkpoint's fsync failed meanwhile
+                    return
                 try:
                     self._write_recovery_point(self._log_end)
                     replace_atomically(self._ops, self.directory / CLEAN_SHUTDOWN_MARKER, b"", fsync=self._fsync)
