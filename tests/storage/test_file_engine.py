@@ -620,6 +620,56 @@ async def test_a_checkpoint_under_way_writes_no_recovery_point_once_a_sync_round
     assert not (directory / "clean-shutdown").exists()
 
 
+class BothFsyncsFailOps(FirstFlushHeldOps):
+    """As FirstFlushHeldOps, and the held fsync (the roll checkpoint's) fails too once released."""
+
+    def fsync(self, fd: int) -> None:
+        name = os.readlink(f"/proc/self/fd/{fd}").rsplit("/", 1)[-1]
+        if name == "00000000000000000000.index":
+            self.held.set()
+            self.release.wait(5)
+            raise OSError(5, "Input/output error")
+        super().fsync(fd)
+
+
+async def test_a_round_and_a_checkpoint_failing_together_count_twice_and_the_log_says_once_why_it_stopped(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A sync round's fsync fails while a roll checkpoint's fsync is under way, and that one fails too: both count
+    in `/metrics`, writes stay refused with the first failure, and the ERROR line comes once (the checkpoint's
+    failure was once taken for a failed recovery-point write, and not counted)."""
+    caplog.set_level(logging.ERROR, logger="kafkalite.storage")
+    ops = BothFsyncsFailOps()
+    directory = tmp_path / "t-0"
+    log = PartitionLog.open(directory, CONFIG, file_ops=ops)
+    log.sync_stats = SyncStats()
+    try:
+        while log.segment_count < 2:
+            fill(log, 1)
+        assert await asyncio.to_thread(ops.held.wait, 5)  # the checkpoint of the first segment is under way
+        ops.failing = max(path.name for path in directory.glob("*.log"))  # the active segment
+        with pytest.raises(StorageError, match="Input/output error"):
+            await log.sync()
+        ops.release.set()
+        for _ in range(500):  # `checkpointed` returns at once for a stopped log: wait for the checkpoint's thread
+            if log.sync_stats.failures == 2 and ops.held.is_set() and log._checkpoint_task is None:
+                break
+            await asyncio.sleep(0.01)
+        assert log.sync_stats.failures == 2
+        with pytest.raises(StorageError, match=ops_failing_name(directory)):
+            append(log, make_batch(1))
+        assert caplog.text.count("refuses writes from now on") == 1
+        assert "recovery point stays" not in caplog.text
+    finally:
+        ops.release.set()
+        log.close()
+
+
+def ops_failing_name(directory: Path) -> str:
+    """The active segment's `.log`, whose sync round failed first."""
+    return max(path.name for path in directory.glob("*.log"))
+
+
 async def test_a_checkpoint_whose_fsync_fails_stops_the_log_and_a_stopped_log_flushes_nothing_more(
     tmp_path: Path,
 ) -> None:

@@ -243,7 +243,7 @@ class LogCleaner:
                 totals.records_read,
             )
         else:
-            logger.info("Cleaning %s discarded: the log changed while it ran", name)
+            logger.info("Cleaning %s discarded: the log changed, or stopped for writes, while it ran", name)
         return CleaningReport(partition.topic, partition.index, stats, totals, seconds, swapped)
 
 

@@ -245,7 +245,7 @@ class BrokerCollector(Collector):
         yield from (flush, batch)
         yield CounterMetricFamily(
             "kafkalite_log_flush_failures",
-            "fsync rounds and roll checkpoints whose fsync failed (each stops its log for writes)",
+            "failed fsyncs of sync rounds, roll checkpoints and log closes (each stops its log for writes)",
             value=sync.failures,
         )
         retention = self.broker.stats.retention

@@ -144,6 +144,7 @@ class PartitionLog(SegmentedLog[Segment]):
         self._ops = file_ops
         self._closed = False
         self._fsync_failure: StorageError | None = None  # set by a failed fsync: the log then refuses writes
+        self._stop_said = False  # whether the ERROR line that the log refuses writes was logged
         self._refused_appends = 0  # failed appends since the last one that succeeded (`_note_refused_append`)
         self._refusals_began_ms = self._refusals_logged_ms = 0
         self._write_sequence = 1  # opening may have created or cut files: the first sync covers that
@@ -600,9 +601,7 @@ class PartitionLog(SegmentedLog[Segment]):
                     await asyncio.to_thread(self._flush_and_checkpoint, files, batch[-1][1], epoch)
                 except (OSError, StorageError) as exc:
                     failure = self._recorded_fsync_failure()
-                    if failure is not None and exc is failure:  # its fsync failed: the pages may be gone, so it stops
-                        if self.sync_stats is not None:
-                            self.sync_stats.failures += 1
+                    if failure is not None:  # its fsync or a round's failed meanwhile: pages may be gone, so it stops
                         self._stop_writes(failure)
                     else:  # writing `recovery-point` failed: it only lags; the next roll or sync retries
                         logger.error(
@@ -694,8 +693,6 @@ class PartitionLog(SegmentedLog[Segment]):
         try:
             await run_fsync_job(functools.partial(self._fsync_descriptors, fds, sync_directory))
         except StorageError as exc:
-            if self.sync_stats is not None:
-                self.sync_stats.failures += 1
             # A failed fsync may have dropped dirty pages for good, and a later fsync can succeed over the hole
             # (Linux clears the error once reported). So the log stops: no write is acknowledged on top of bytes
             # that may be gone. Reopening it (a broker restart) recovers from what is really on disk.
@@ -729,12 +726,21 @@ class PartitionLog(SegmentedLog[Segment]):
             with self._checkpoint_lock:  # at once, from this thread: no round or checkpoint may trust a later fsync
                 if self._fsync_failure is None:
                     self._fsync_failure = failure
+                if self.sync_stats is not None:
+                    self.sync_stats.failures += 1
             raise failure
 
     def _stop_writes(self, failure: StorageError) -> None:
-        """Refuse every write from now on (reads go on) until the log is reopened, and say so once."""
-        self._fsync_failure = failure
-        logger.error("%s refuses writes from now on, until the broker restarts: %s", self.directory, failure)
+        """Refuse every write from now on (reads go on) until the log is reopened, and say so once. The first failure
+        recorded stays the one writes are refused with (a round and a checkpoint can fail at the same time)."""
+        with self._checkpoint_lock:
+            if self._fsync_failure is None:
+                self._fsync_failure = failure
+            if self._stop_said:
+                return
+            self._stop_said = True
+        first = self._recorded_fsync_failure()
+        logger.error("%s refuses writes from now on, until the broker restarts: %s", self.directory, first)
 
     def _check_open(self) -> None:
         if self._closed:
