@@ -41,6 +41,14 @@ from bench.brokers import QUIET, Wire
 POLL_EVERY = 10_000  # records between deadline checks and producer polls
 REDIS_PIPELINE = 1_000  # XADDs per round trip
 CONSUME_BATCH = 10_000
+GROUP_CONSUMER_SETTINGS: dict[str, object] = {
+    "auto.offset.reset": "earliest",
+    "fetch.queue.backoff.ms": 0,
+    "fetch.wait.max.ms": 10,
+    "enable.partition.eof": True,
+}
+"""The group consume row's consumer settings beyond librdkafka's defaults (`KafkaClient.consume` says why each);
+`bench/group_consume_probe.py` reads the row with any of them changed."""
 
 
 @dataclass
@@ -56,6 +64,7 @@ class Consumed:
     first_record_s: float | None  # subscribe → first record
     reading_s: float  # from the start of the poll that returned the first records to the last record
     first_error: str | None
+    longest_gap_s: float = 0.0  # the longest wait between two polls that returned records, after the first
 
 
 class Client(Protocol):
@@ -150,10 +159,13 @@ class KafkaClient:
         # Reading stops at `expected` records, or once every partition reported its end: a broker that kept fewer
         # records (the mock drops the oldest) is not polled until the deadline, which would count those polls in
         # its CPU per message.
-        consumer = self._consumer(
-            **{"auto.offset.reset": "earliest", "fetch.queue.backoff.ms": 0, "fetch.wait.max.ms": 10,
-               "enable.partition.eof": True, **QUIET}
-        )  # fmt: skip
+        return self.consume_with(topic, partitions, expected, deadline, GROUP_CONSUMER_SETTINGS)
+
+    def consume_with(
+        self, topic: str, partitions: int, expected: int, deadline: float, settings: dict[str, object]
+    ) -> Consumed:
+        """`consume` with the consumer's settings given (`GROUP_CONSUMER_SETTINGS` for the row)."""
+        consumer = self._consumer(**{**settings, **QUIET})
         began = time.perf_counter()
         consumer.subscribe([topic])
         progress = _Progress(began)
@@ -163,10 +175,10 @@ class KafkaClient:
                 polled = time.perf_counter()
                 batch = consumer.consume(CONSUME_BATCH, 0.05)
                 errors = [message for message in batch if message.error() is not None]
-                ends = [m for m in errors if m.error().code() == KafkaError._PARTITION_EOF]
-                at_end.update(m.partition() for m in ends)
+                at_end.update(m.partition() for m in errors if m.error().code() == KafkaError._PARTITION_EOF)
                 progress.arrived(polled, len(batch) - len(errors))
-                progress.note_error(next((str(m.error()) for m in errors if m not in ends), None))
+                failures = (m.error() for m in errors if m.error().code() != KafkaError._PARTITION_EOF)
+                progress.note_error(next((str(error) for error in failures), None))
         finally:
             consumer.close()
         return progress.result()
@@ -282,13 +294,16 @@ class _Progress:
         self.first_at: float | None = None
         self.last_at = began
         self.first_error: str | None = None
+        self.longest_gap_s = 0.0
 
     def arrived(self, polled_at: float, records: int) -> None:
         if not records:
             return
-        self.last_at = time.perf_counter()
+        previous, self.last_at = self.last_at, time.perf_counter()
         if self.first_at is None:
             self.first_poll_at, self.first_at = polled_at, self.last_at
+        else:
+            self.longest_gap_s = max(self.longest_gap_s, self.last_at - previous)
         self.count += records
 
     def note_error(self, error: str | None) -> None:
@@ -300,6 +315,7 @@ class _Progress:
             first_record_s=None if self.first_at is None else self.first_at - self.began,
             reading_s=0.0 if self.first_poll_at is None else self.last_at - self.first_poll_at,
             first_error=self.first_error,
+            longest_gap_s=self.longest_gap_s,
         )
 
 
