@@ -12,6 +12,7 @@ that is at most one step behind.
 
 from __future__ import annotations
 
+import threading
 import time
 from bisect import bisect_left
 from collections.abc import Sequence
@@ -98,7 +99,7 @@ class RequestStats:
 class SyncStats:
     """Group-commit fsync rounds of every partition log: duration and how many appends each round made durable."""
 
-    __slots__ = ("appends", "batch_size", "failures", "latency", "rounds")
+    __slots__ = ("_failures_lock", "appends", "batch_size", "failures", "latency", "rounds")
 
     def __init__(self) -> None:
         self.rounds = 0
@@ -106,6 +107,12 @@ class SyncStats:
         self.appends = 0
         self.latency = Histogram()
         self.batch_size = Histogram(BATCH_SIZE_BUCKETS)
+        self._failures_lock = threading.Lock()
+
+    def count_failure(self) -> None:
+        """One failed fsync: called from the fsync threads of every log, so the count keeps a lock of its own."""
+        with self._failures_lock:
+            self.failures += 1
 
     def record(self, seconds: float, appends: int) -> None:
         self.rounds += 1

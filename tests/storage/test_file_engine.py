@@ -650,11 +650,10 @@ async def test_a_round_and_a_checkpoint_failing_together_count_twice_and_the_log
         ops.failing = max(path.name for path in directory.glob("*.log"))  # the active segment
         with pytest.raises(StorageError, match="Input/output error"):
             await log.sync()
+        checkpoint = log._checkpoint_task  # `checkpointed` returns at once for a stopped log: wait for the task
+        assert checkpoint is not None
         ops.release.set()
-        for _ in range(500):  # `checkpointed` returns at once for a stopped log: wait for the checkpoint's thread
-            if log.sync_stats.failures == 2 and ops.held.is_set() and log._checkpoint_task is None:
-                break
-            await asyncio.sleep(0.01)
+        await asyncio.wait_for(asyncio.shield(checkpoint), 5)
         assert log.sync_stats.failures == 2
         with pytest.raises(StorageError, match=ops_failing_name(directory)):
             append(log, make_batch(1))
@@ -724,6 +723,7 @@ class FailsAnotherFsyncDuringCloseOps(FileOps):
     def __init__(self) -> None:
         self.log: PartitionLog | None = None
         self.failing_fd: int | None = None
+        self.other_failed = False
 
     def fsync(self, fd: int) -> None:
         if fd == self.failing_fd:
@@ -732,7 +732,8 @@ class FailsAnotherFsyncDuringCloseOps(FileOps):
 
     def fsync_directory(self, directory: Path) -> None:
         log = self.log
-        if log is not None and self.failing_fd is None:
+        if log is not None and not self.other_failed:
+            self.other_failed = True
             self.failing_fd = os.open(log.directory, os.O_RDONLY)
             path = log.directory
 
@@ -743,6 +744,7 @@ class FailsAnotherFsyncDuringCloseOps(FileOps):
             worker = threading.Thread(target=other_thread)
             worker.start()
             worker.join()
+            self.failing_fd = None  # closed by the other thread: the number may be reused
         super().fsync_directory(directory)
 
 
@@ -755,7 +757,7 @@ def test_close_writes_no_marker_when_another_fsync_of_the_log_fails_while_it_flu
     fill(log, 3)
     ops.log = log
     log.close()
-    assert ops.failing_fd is not None  # the other thread's fsync ran, and failed, during close
+    assert ops.other_failed  # the other thread's fsync ran, and failed, during close
     assert not (directory / "clean-shutdown").exists()
     assert not (directory / "recovery-point").exists()
 

@@ -727,7 +727,7 @@ class PartitionLog(SegmentedLog[Segment]):
                 if self._fsync_failure is None:
                     self._fsync_failure = failure
                 if self.sync_stats is not None:
-                    self.sync_stats.failures += 1
+                    self.sync_stats.count_failure()
             raise failure
 
     def _stop_writes(self, failure: StorageError) -> None:
