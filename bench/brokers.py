@@ -276,13 +276,26 @@ def _mock() -> Iterator[Running]:
         cluster.close()
 
 
-def _kafkalite_argv(fsync: str, *, memory: bool = False, window: bool = False) -> Callable[[int, Path], list[str]]:
+def kafkalite_argv(
+    fsync: str, *, memory: bool = False, window: bool = False, http: bool = False
+) -> Callable[[int, Path], list[str]]:
+    """`kafkalite serve` on the given port and data directory; `http` turns the console and `/metrics` on, on a free
+    port its ready line names (`console_url`)."""
     kafkalite = str(Path(sys.executable).with_name("kafkalite"))
     overrides = [f"--override={key}={value}" for key, value in WINDOW_SETTINGS.items()] if window else []
+    console = ["--http-port", "0"] if http else ["--no-http"]
     return lambda port, data_dir: [
         *[kafkalite, "serve", "--host", HOST, "--port", str(port), "--data-dir", "memory" if memory else str(data_dir)],
-        *["--no-http", "--fsync", fsync, "--log-level", "WARNING", *overrides],
+        *[*console, "--fsync", fsync, "--log-level", "WARNING", *overrides],
     ]
+
+
+def console_url(running: Running) -> str | None:
+    """The console's address a started `kafkalite serve` printed on its ready line, if it has one."""
+    for line in running.recent_output().splitlines():
+        if "; console " in line:
+            return line.rsplit("; console ", 1)[1].strip()
+    return None
 
 
 WINDOW_SETTINGS: dict[str, int] = {
@@ -345,21 +358,21 @@ PEERS: list[Peer] = [
         "KafkaLite",
         "kafka",
         "`kafkalite serve --fsync always` (the default: acks=all answered after fsync, group commit), file storage",
-        _subprocess_peer("kafkalite", "kafka", _kafkalite_argv("always"), r"KafkaLite ready on"),
+        _subprocess_peer("kafkalite", "kafka", kafkalite_argv("always"), r"KafkaLite ready on"),
     ),
     Peer(
         "kafkalite-nofsync",
         "KafkaLite fsync=never",
         "kafka",
         "`kafkalite serve --fsync never`, file storage (page cache only)",
-        _subprocess_peer("kafkalite-nofsync", "kafka", _kafkalite_argv("never"), r"KafkaLite ready on"),
+        _subprocess_peer("kafkalite-nofsync", "kafka", kafkalite_argv("never"), r"KafkaLite ready on"),
     ),
     Peer(
         "kafkalite-memory",
         "KafkaLite in memory",
         "kafka",
         "`kafkalite serve --data-dir memory`: the memory engine, no files (as Tansu and the mock keep records here)",
-        _subprocess_peer("kafkalite-memory", "kafka", _kafkalite_argv("never", memory=True), r"KafkaLite ready on"),
+        _subprocess_peer("kafkalite-memory", "kafka", kafkalite_argv("never", memory=True), r"KafkaLite ready on"),
     ),
     Peer(
         "tansu",
@@ -391,7 +404,7 @@ EXTRA_PEERS: list[Peer] = [
         "kafka",
         "`kafkalite serve --fsync never`, file storage, keeping about 5 MiB per partition as the mock does "
         "(`log.retention.bytes` 5 MiB, `log.segment.bytes` 1 MiB, a retention pass every 50 ms)",
-        _subprocess_peer("kafkalite-window", "kafka", _kafkalite_argv("never", window=True), r"KafkaLite ready on"),
+        _subprocess_peer("kafkalite-window", "kafka", kafkalite_argv("never", window=True), r"KafkaLite ready on"),
     ),
     Peer(
         "kafkalite-memory-window",
@@ -402,7 +415,7 @@ EXTRA_PEERS: list[Peer] = [
         _subprocess_peer(
             "kafkalite-memory-window",
             "kafka",
-            _kafkalite_argv("never", memory=True, window=True),
+            kafkalite_argv("never", memory=True, window=True),
             r"KafkaLite ready on",
         ),
     ),

@@ -13,14 +13,11 @@ from __future__ import annotations
 
 import argparse
 import re
-import sys
 import time
 import urllib.request
 import uuid
-from collections.abc import Callable
-from pathlib import Path
 
-from bench.brokers import HOST, Running, _process
+from bench.brokers import _process, console_url, kafkalite_argv
 from bench.clients import KafkaClient
 
 READY = r"^KafkaLite ready on"
@@ -30,23 +27,6 @@ FLUSH_FIGURES = (
     "kafkalite_log_flush_seconds_sum",
     "kafkalite_log_flush_batch_appends_sum",
 )
-
-
-def _argv(fsync: str) -> Callable[[int, Path], list[str]]:
-    def argv(port: int, data_dir: Path) -> list[str]:
-        return [
-            *[sys.executable, "-m", "kafkalite.cli", "serve", "--host", HOST, "--port", str(port)],
-            *["--data-dir", str(data_dir), "--fsync", fsync, "--http-port", "0", "--log-level", "WARNING"],
-        ]
-
-    return argv
-
-
-def _console_url(running: Running) -> str:
-    for line in running.recent_output().splitlines():
-        if "; console " in line:
-            return line.rsplit("; console ", 1)[1].strip()
-    raise SystemExit("the broker printed no console address")
 
 
 def _flush_figures(url: str) -> dict[str, float]:
@@ -60,8 +40,10 @@ def _flush_figures(url: str) -> dict[str, float]:
 
 
 def one(fsync: str, records: int, size: int, partitions: int) -> str:
-    with _process(f"fsync-{fsync}", "kafka", _argv(fsync), READY) as running:
-        url = _console_url(running)
+    with _process(f"fsync-{fsync}", "kafka", kafkalite_argv(fsync, http=True), READY) as running:
+        url = console_url(running)
+        if url is None:
+            raise SystemExit("the broker printed no console address")
         topic = f"rounds-{uuid.uuid4().hex[:8]}"
         running.create_topic(topic, partitions)
         client = KafkaClient(running.bootstrap)

@@ -24,13 +24,9 @@ import argparse
 import resource
 import socket
 import statistics
-import struct
 import time
 import uuid
 from typing import Any
-
-from kio.index import load_response_schema
-from kio.serial import entity_reader
 
 from bench import wire
 from bench.brokers import PEERS, Running
@@ -88,24 +84,8 @@ def read_once(running: Running, settings: dict[str, object]) -> dict[str, float]
 
 
 def _fetch(sock: socket.socket, incoming: Any, topic: str, offsets: list[int], correlation_id: int) -> Any:
-    response_type = load_response_schema(wire.FETCH, wire.FETCH_VERSION)
-    sock.sendall(wire._fetch_frame(topic, offsets, correlation_id))
-    (size,) = struct.unpack(">i", incoming.read(4))
-    response, _ = entity_reader(response_type)(incoming.read(size), 4 + response_type.__header_schema__.__version__)
-    return response
-
-
-def _batches(records: bytes) -> tuple[int, int]:
-    """(records, next offset) of the whole batches in a partition's answer; next offset -1 when there are none."""
-    count, position, next_offset = 0, 0, -1
-    while position + 61 <= len(records):
-        base, length = struct.unpack_from(">qi", records, position)
-        if position + 12 + length > len(records):
-            break
-        count += struct.unpack_from(">i", records, position + 57)[0]
-        next_offset = base + struct.unpack_from(">i", records, position + 23)[0] + 1
-        position += 12 + length
-    return count, next_offset
+    sock.sendall(wire.fetch_frame(topic, offsets, correlation_id))
+    return wire.read_fetch_answer(incoming)
 
 
 def show_answers(running: Running) -> None:
@@ -122,7 +102,7 @@ def show_answers(running: Running) -> None:
                     parts.append(f"p{partition.partition_index} error {int(partition.error_code)}")
                     continue
                 records = partition.records or b""
-                count, next_offset = _batches(records)
+                count, _, next_offset = wire.whole_batches(records)
                 if next_offset >= 0:
                     offsets[partition.partition_index] = next_offset
                 parts.append(f"p{partition.partition_index} {len(records) / 1024:,.0f} KiB/{count:,}")

@@ -35,10 +35,6 @@ import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from bench.brokers import Running
 
 READY = r"^KafkaLite ready on"
 
@@ -80,15 +76,8 @@ def _scraping(url: str, every_s: float) -> Iterator[list[float]]:
         thread.join()
 
 
-def _console_url(running: Running) -> str | None:
-    for line in running.recent_output().splitlines():
-        if "; console " in line:
-            return line.rsplit("; console ", 1)[1].strip()
-    return None
-
-
 def hot_path(args: argparse.Namespace) -> None:
-    from bench.brokers import _process  # the bench extras (redis, psutil...) come with it
+    from bench.brokers import _process, console_url  # the bench extras (redis, psutil...) come with it
     from bench.clients import KafkaClient
 
     base_src = Path(tempfile.mkdtemp(prefix="bench-base-"))
@@ -106,7 +95,7 @@ def hot_path(args: argparse.Namespace) -> None:
             with _process(f"obs-{name}", "kafka", argv, READY) as running:
                 running.create_topic("hot", 3)
                 client = KafkaClient(running.bootstrap)
-                url = _console_url(running)
+                url = console_url(running)
                 scraper = _scraping(url + "metrics", 1.0) if url else contextlib.nullcontext([])
                 with scraper as scrapes:
                     produced = client.produce("hot", 3, payload, args.count, "1", time.monotonic() + 300)

@@ -8,6 +8,7 @@ at once and held open until every one has had both replies, so the broker serves
 from __future__ import annotations
 
 import asyncio
+import functools
 import io
 import struct
 import sys
@@ -158,7 +159,8 @@ class Fetched:
     error: str | None = None
 
 
-def _fetch_frame(topic: str, offsets: list[int], correlation_id: int) -> bytes:
+def fetch_frame(topic: str, offsets: list[int], correlation_id: int) -> bytes:
+    """A Fetch v11 of partitions 0..n-1 of `topic` from `offsets`, with Kafka's default byte limits."""
     module = _request_module(FETCH, FETCH_VERSION)
     partitions = tuple(
         build(
@@ -183,6 +185,34 @@ def _fetch_frame(topic: str, offsets: list[int], correlation_id: int) -> bytes:
     return encode_frame(FETCH, FETCH_VERSION, correlation_id, body)
 
 
+@functools.cache
+def _fetch_reader() -> tuple[Any, int]:
+    response_type = load_response_schema(FETCH, FETCH_VERSION)
+    return entity_reader(response_type), 4 + response_type.__header_schema__.__version__
+
+
+def read_fetch_answer(incoming: io.BufferedReader) -> Any:
+    """The next Fetch v11 answer from `incoming`, decoded by kio (records stay bytes)."""
+    read, header_size = _fetch_reader()
+    (size,) = struct.unpack(">i", incoming.read(4))
+    response, _ = read(incoming.read(size), header_size)
+    return response
+
+
+def whole_batches(records: bytes) -> tuple[int, int, int]:
+    """(records, bytes, next offset) of the whole batches at the start of a partition's answer, counted from their
+    headers; next offset is -1 when there is none (a broker may end an answer with part of a batch)."""
+    count, position, next_offset = 0, 0, -1
+    while position + 12 <= len(records):
+        base, length = _BATCH_HEAD.unpack_from(records, position)
+        if position + 12 + length > len(records):
+            break
+        count += struct.unpack_from(">i", records, position + _RECORDS_COUNT_AT)[0]
+        next_offset = base + struct.unpack_from(">i", records, position + 23)[0] + 1
+        position += 12 + length
+    return count, position, next_offset
+
+
 def raw_fetch(host: str, port: int, topic: str, partitions: int, expected: int, timeout: float) -> Fetched:
     """Read every partition of `topic` from offset 0 until `expected` records came, as a consumer's fetcher does (one
     Fetch v11 in flight on one connection, Kafka's default byte limits), over a blocking socket with kio decoding only
@@ -191,9 +221,6 @@ def raw_fetch(host: str, port: int, topic: str, partitions: int, expected: int, 
     last records received."""
     import socket
 
-    response_type = load_response_schema(FETCH, FETCH_VERSION)
-    read = entity_reader(response_type)
-    header_size = 4 + response_type.__header_schema__.__version__
     offsets = [0] * partitions
     result = Fetched()
     deadline = time.perf_counter() + timeout
@@ -207,10 +234,8 @@ def raw_fetch(host: str, port: int, topic: str, partitions: int, expected: int, 
             if all(end is not None and offset >= end for offset, end in zip(offsets, ends, strict=True)):
                 break  # every partition read to the high watermark it reported (a broker may keep fewer records)
             correlation_id += 1
-            sock.sendall(_fetch_frame(topic, offsets, correlation_id))
-            (size,) = struct.unpack(">i", incoming.read(4))
-            frame = incoming.read(size)
-            response, _ = read(frame, header_size)
+            sock.sendall(fetch_frame(topic, offsets, correlation_id))
+            response = read_fetch_answer(incoming)
             for partition in response.responses[0].partitions:
                 if partition.error_code == OFFSET_OUT_OF_RANGE and partition.log_start_offset > 0:
                     offsets[partition.partition_index] = partition.log_start_offset  # retention went first (the mock)
@@ -219,16 +244,9 @@ def raw_fetch(host: str, port: int, topic: str, partitions: int, expected: int, 
                     result.error = f"partition {partition.partition_index}: error {int(partition.error_code)}"
                     return result
                 ends[partition.partition_index] = partition.high_watermark
-                records, count, next_offset = partition.records or b"", 0, offsets[partition.partition_index]
-                position = 0
-                while position + 12 <= len(records):
-                    base, length = _BATCH_HEAD.unpack_from(records, position)
-                    if position + 12 + length > len(records):
-                        break  # a partial batch at the end of the answer (brokers may send one)
-                    count += struct.unpack_from(">i", records, position + _RECORDS_COUNT_AT)[0]
-                    next_offset = base + struct.unpack_from(">i", records, position + 23)[0] + 1
-                    position += 12 + length
-                offsets[partition.partition_index] = next_offset
+                count, position, next_offset = whole_batches(partition.records or b"")
+                if next_offset >= 0:
+                    offsets[partition.partition_index] = next_offset
                 if count:
                     result.last_at = time.perf_counter()
                     result.records += count

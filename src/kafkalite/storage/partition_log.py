@@ -46,9 +46,9 @@ Index files are fsynced only when their segment is rolled or the log closed: the
 recovery may always rebuild them. A roll outside a running event loop leaves the rolled segment queued; the next
 roll, `sync()` or `checkpointed()` under a loop, or `close`, flushes it. A checkpoint whose fsync fails stops the log
 as a failed sync round does; one that fails otherwise (writing `recovery-point`) is logged and retried at the next
-one, the recovery point lagging, which costs recovery time, never data. A stopped log starts no checkpoint, and its
-`close` writes neither `recovery-point` nor `clean-shutdown`, so the next open checks every batch past the last good
-recovery point.
+one, the recovery point lagging, which costs recovery time, never data. A stopped log starts no checkpoint and is
+not cleaned, and its `close` writes neither `recovery-point` nor `clean-shutdown`, so the next open checks every batch
+past the last good recovery point.
 
 Recovery on open (`open`):
   * with `clean-shutdown` (the fast path): each segment's indexes are checked (entries increasing, inside the log)
@@ -478,13 +478,7 @@ class PartitionLog(SegmentedLog[Segment]):
         self._closed = True
         try:
             self._segments[-1].become_inactive()
-            if self._fsync_failure is not None:
-                # Pages a failed fsync dropped may lie under a later one that succeeds: no marker and no new recovery
-                # point, so the next open checks every batch from the last good recovery point on.
-                with self._checkpoint_lock:
-                    self._checkpoint_epoch += 1
-                return
-            if self._fsync:
+            if self._fsync and self._fsync_failure is None:  # a stopped log fsyncs nothing more (see below)
                 unflushed = [segment for segment, _ in self._rolled]
                 unflushed += [*self._unsynced_segments.values(), self._segments[-1]]
                 unique = list({id(segment): segment for segment in unflushed}.values())
@@ -492,7 +486,10 @@ class PartitionLog(SegmentedLog[Segment]):
                 self._fsync_descriptors(files, sync_directory=True)
             with self._checkpoint_lock:
                 self._checkpoint_epoch += 1  # an in-flight roll checkpoint must not overwrite what follows
-                if self._recorded_fsync_failure() is not None:  # a round's or a checkpoint's fsync failed meanwhile
+                if self._recorded_fsync_failure() is not None:
+                    # Stopped before, or another thread's fsync failed while this one flushed: pages a failed fsync
+                    # dropped may lie under a later one that succeeds, so no marker and no new recovery point, and
+                    # the next open checks every batch from the last good recovery point on.
                     return
                 try:
                     self._write_recovery_point(self._log_end)
