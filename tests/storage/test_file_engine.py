@@ -572,12 +572,13 @@ async def test_a_segment_rolled_while_a_checkpoint_runs_is_flushed_by_it_before_
 
 
 class FirstFlushHeldOps(FileOps):
-    """Holds the fsync of the first segment's `.index` (a roll checkpoint's) until `release` is set, and fails the
-    fsync of the file named `failing` once."""
+    """Holds the fsync of the first segment's `.index` (a roll checkpoint's) until `release` is set (then fails it
+    when `held_fails`), and fails the fsync of the file named `failing` once."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, held_fails: bool = False) -> None:
         self.release = threading.Event()
         self.held = threading.Event()
+        self.held_fails = held_fails
         self.failing: str | None = None
 
     def fsync(self, fd: int) -> None:
@@ -585,6 +586,8 @@ class FirstFlushHeldOps(FileOps):
         if name == "00000000000000000000.index":
             self.held.set()
             self.release.wait(5)
+            if self.held_fails:
+                raise OSError(5, "Input/output error")
         if name == self.failing:
             self.failing = None
             raise OSError(5, "Input/output error")
@@ -620,18 +623,6 @@ async def test_a_checkpoint_under_way_writes_no_recovery_point_once_a_sync_round
     assert not (directory / "clean-shutdown").exists()
 
 
-class BothFsyncsFailOps(FirstFlushHeldOps):
-    """As FirstFlushHeldOps, and the held fsync (the roll checkpoint's) fails too once released."""
-
-    def fsync(self, fd: int) -> None:
-        name = os.readlink(f"/proc/self/fd/{fd}").rsplit("/", 1)[-1]
-        if name == "00000000000000000000.index":
-            self.held.set()
-            self.release.wait(5)
-            raise OSError(5, "Input/output error")
-        super().fsync(fd)
-
-
 async def test_a_round_and_a_checkpoint_failing_together_count_twice_and_the_log_says_once_why_it_stopped(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -639,7 +630,7 @@ async def test_a_round_and_a_checkpoint_failing_together_count_twice_and_the_log
     in `/metrics`, writes stay refused with the first failure, and the ERROR line comes once (the checkpoint's
     failure was once taken for a failed recovery-point write, and not counted)."""
     caplog.set_level(logging.ERROR, logger="kafkalite.storage")
-    ops = BothFsyncsFailOps()
+    ops = FirstFlushHeldOps(held_fails=True)
     directory = tmp_path / "t-0"
     log = PartitionLog.open(directory, CONFIG, file_ops=ops)
     log.sync_stats = SyncStats()
@@ -647,7 +638,8 @@ async def test_a_round_and_a_checkpoint_failing_together_count_twice_and_the_log
         while log.segment_count < 2:
             fill(log, 1)
         assert await asyncio.to_thread(ops.held.wait, 5)  # the checkpoint of the first segment is under way
-        ops.failing = max(path.name for path in directory.glob("*.log"))  # the active segment
+        active = max(path.name for path in directory.glob("*.log"))
+        ops.failing = active
         with pytest.raises(StorageError, match="Input/output error"):
             await log.sync()
         checkpoint = log._checkpoint_task  # `checkpointed` returns at once for a stopped log: wait for the task
@@ -655,18 +647,13 @@ async def test_a_round_and_a_checkpoint_failing_together_count_twice_and_the_log
         ops.release.set()
         await asyncio.wait_for(asyncio.shield(checkpoint), 5)
         assert log.sync_stats.failures == 2
-        with pytest.raises(StorageError, match=ops_failing_name(directory)):
+        with pytest.raises(StorageError, match=active):  # the round's failure, the first
             append(log, make_batch(1))
         assert caplog.text.count("refuses writes from now on") == 1
         assert "recovery point stays" not in caplog.text
     finally:
         ops.release.set()
         log.close()
-
-
-def ops_failing_name(directory: Path) -> str:
-    """The active segment's `.log`, whose sync round failed first."""
-    return max(path.name for path in directory.glob("*.log"))
 
 
 async def test_a_checkpoint_whose_fsync_fails_stops_the_log_and_a_stopped_log_flushes_nothing_more(
