@@ -262,6 +262,25 @@ async def test_alter_topic_config_is_validated_all_or_nothing(broker: kafkalite.
         await broker.produce(TOPIC, 0, batch(b"b"))
 
 
+async def test_every_append_checks_the_topic_configs_as_they_are_now(broker: kafkalite.Broker) -> None:
+    """A partition keeps the limits it checks between config changes; each change is seen by the next append."""
+    await broker.create_topic(TOPIC, partitions=1)
+    first = await broker.produce(TOPIC, 0, batch(b"a" * 200))
+    assert (first.base_offset, first.log_append_time_ms) == (0, -1)
+    await broker.alter_topic_config(TOPIC, {"max.message.bytes": "100"})
+    with pytest.raises(errors.RecordTooLargeError):
+        await broker.produce(TOPIC, 0, batch(b"b" * 200))
+    await broker.alter_topic_config(TOPIC, {"max.message.bytes": None, "message.timestamp.type": "LogAppendTime"})
+    stamped = await broker.produce(TOPIC, 0, batch(b"c" * 200))
+    assert stamped.base_offset == 1
+    assert stamped.log_append_time_ms > 0
+    await broker.alter_topic_config(TOPIC, {"message.timestamp.type": None, "max.partition.bytes": "1"})
+    with pytest.raises(errors.PartitionFullError):
+        await broker.produce(TOPIC, 0, batch(b"d"))
+    await broker.alter_topic_config(TOPIC, {"max.partition.bytes": None})
+    assert (await broker.produce(TOPIC, 0, batch(b"e"))).log_append_time_ms == -1
+
+
 async def test_delete_topic_and_create_it_again(broker: kafkalite.Broker) -> None:
     await broker.create_topic(TOPIC, partitions=2)
     await broker.produce(TOPIC, 0, batch(b"a"))

@@ -26,6 +26,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from kafkalite.broker.fetch_data import FetchData
 from kafkalite.broker.log_reader import scan_batches
@@ -58,14 +59,30 @@ logger = logging.getLogger("kafkalite.partition")
 PRODUCER_STATE_WINDOW = 100_000  # records scanned back from the log end to rebuild idempotence state on start
 
 
-@dataclass(frozen=True, slots=True)
-class ProduceResult:
-    """Where a produce landed: the first and last offsets assigned, and the stamp for LogAppendTime topics."""
+class ProduceResult(NamedTuple):
+    """Where a produce landed: the first and last offsets assigned, and the stamp for LogAppendTime topics.
+
+    A named tuple: one is built per append, and the `__init__` of a frozen dataclass stays interpreted in the compiled
+    form of this module (about 6,000 instructions a request; see "The request path compiled" in docs/benchmarks.md)."""
 
     base_offset: int
     last_offset: int
     log_append_time_ms: int  # -1 for CreateTime topics
     log_start_offset: int
+
+
+class _AppendLimits(NamedTuple):
+    """The topic configs every append checks, read from `TopicConfig` once per change of it (`generation`)."""
+
+    generation: int
+    max_message_bytes: int
+    max_messages: int  # 0: no cap
+    max_bytes: int  # 0: no cap
+    compacted: bool
+    log_append_time: bool
+
+
+_NOT_READ = _AppendLimits(-1, 0, 0, 0, False, False)  # no TopicConfig has this generation
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +112,7 @@ class Partition:
         self.index = index
         self.log = log
         self.config = config
+        self._limits = _NOT_READ
         self.lock = asyncio.Lock()
         self.producers = ProducerStateTable()
         self.transactions = OpenTransactions()
@@ -155,7 +173,7 @@ class Partition:
                     duplicate_of = dup.base_offset if duplicate_of is None else duplicate_of
                     continue
             to_append.append((pos, header))
-        append_time = int(time.time() * 1000) if self.config.log_append_time else -1
+        append_time = int(time.time() * 1000) if self._append_limits().log_append_time else -1
         if not to_append:
             assert duplicate_of is not None
             logger.debug("duplicate batch for %s-%d acknowledged at offset %d", self.topic, self.index, duplicate_of)
@@ -188,6 +206,20 @@ class Partition:
         logger.debug("appended offsets %d..%d to %s-%d", first_offset, last_offset, self.topic, self.index)
         return ProduceResult(first_offset, last_offset, append_time, self.log.log_start_offset)
 
+    def _append_limits(self) -> _AppendLimits:
+        config = self.config
+        limits = self._limits
+        if limits.generation != config.generation:
+            limits = self._limits = _AppendLimits(
+                config.generation,
+                config.get_int("max.message.bytes"),
+                config.get_int("max.partition.messages"),
+                config.get_int("max.partition.bytes"),
+                config.compacted,
+                config.log_append_time,
+            )
+        return limits
+
     def _check_keys(self, batches: list[tuple[int, BatchHeader]], records: bytes | bytearray | memoryview) -> None:
         for pos, _ in batches:
             keyless = [index for index, key in enumerate(decode_columns(records, pos).keys) if key is None]
@@ -205,7 +237,8 @@ class Partition:
 
     def _check_limits(self, batches: list[tuple[int, BatchHeader]], records: bytes | bytearray | memoryview) -> None:
         size = len(records)
-        max_batch = self.config.get_int("max.message.bytes")
+        limits = self._append_limits()
+        max_batch = limits.max_message_bytes
         for _, header in batches:
             if header.is_control:
                 raise InvalidRecordError(f"clients may not write control batches (to {self.topic}-{self.index})")
@@ -213,13 +246,13 @@ class Partition:
                 raise RecordTooLargeError(
                     f"batch of {header.size} bytes exceeds max.message.bytes={max_batch} on {self.topic}"
                 )
-        if self.config.compacted:
+        if limits.compacted:
             self._check_keys(batches, records)
-        max_messages = self.config.get_int("max.partition.messages")
+        max_messages = limits.max_messages
         incoming = sum(header.last_offset_delta + 1 for _, header in batches)
         if max_messages > 0 and self.message_count + incoming > max_messages:
             raise PartitionFullError(f"partition {self.topic}-{self.index} is full ({max_messages} messages)")
-        max_bytes = self.config.get_int("max.partition.bytes")
+        max_bytes = limits.max_bytes
         if max_bytes > 0 and self.log.size_bytes + size > max_bytes:
             raise PartitionFullError(f"partition {self.topic}-{self.index} is full ({max_bytes} bytes)")
 

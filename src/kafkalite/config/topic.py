@@ -12,6 +12,7 @@ checked (each value by its rule, then the combination, as Kafka checks `min.comp
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +35,7 @@ DEFAULT_SEGMENT_BYTES = 1 << 30
 WEEK_MS = 7 * 24 * 3600 * 1000
 LONG_MAX = str(INT64_MAX)
 
+_GENERATIONS = itertools.count(1)  # `TopicConfig.generation`: one sequence for every config of the process
 _REPLICATION = "One broker holds the only replica of every partition."
 _FLUSH = "KafkaLite syncs by its own fsync policy (every acks=all produce is durable before it is answered)."
 _TIERED = "KafkaLite has no tiered storage."
@@ -232,6 +234,9 @@ class TopicConfig:
         self._overrides: dict[str, str] = {}
         # Parsed values the produce path asks for on every request (limits, the cleanup policy), dropped on update.
         self._parsed: dict[str, Any] = {}
+        # Moves on every update, and no two configs share one: whoever keeps values read from this config (a
+        # partition's append limits) reads them again once it differs from what they were read at.
+        self.generation = 0
         self.update(overrides or {})
 
     @staticmethod
@@ -259,6 +264,7 @@ class TopicConfig:
             else:
                 self._overrides[name] = value
         self._parsed.clear()
+        self.generation = next(_GENERATIONS)
 
     def overrides(self) -> dict[str, str]:
         return dict(self._overrides)
