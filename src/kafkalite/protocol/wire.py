@@ -52,6 +52,7 @@ LARGE_FRAME_BYTES: Final = 256 * 1024
 # a buffer that is not kept.
 _SPARE_BYTES: Final = 40 * 1024 * 1024
 _API = struct.Struct(">hhi")  # api_key, api_version, correlation_id: the first 8 bytes of every request header
+_API_SIZE: Final = 8
 
 
 class ApiKey(enum.IntEnum):
@@ -323,10 +324,14 @@ class RequestHeader(NamedTuple):
 
 def peek_request(frame: bytes | memoryview) -> tuple[int, int, int]:
     """(api_key, api_version, correlation_id): the fields every request header version starts with."""
-    if len(frame) < _API.size:
+    if len(frame) < _API_SIZE:
         raise ProtocolError(f"request frame of {len(frame)} bytes is shorter than a request header")
+    # Typed names rather than int() around each: the compiled form then checks each field's type in place of a call.
+    api_key: int
+    api_version: int
+    correlation_id: int
     api_key, api_version, correlation_id = _API.unpack_from(frame)
-    return int(api_key), int(api_version), int(correlation_id)
+    return api_key, api_version, correlation_id
 
 
 def decode_request_header(frame: bytes | memoryview, header_version: int) -> tuple[RequestHeader, int]:
@@ -338,7 +343,7 @@ def decode_request_header(frame: bytes | memoryview, header_version: int) -> tup
     if header_version not in (0, 1, 2):
         raise ValueError(f"no request header version {header_version}")
     api_key, api_version, correlation_id = peek_request(frame)
-    offset = _API.size
+    offset = _API_SIZE
     if header_version == 0:
         return RequestHeader(api_key, api_version, correlation_id), offset
     try:
