@@ -2,9 +2,9 @@
 
 Everything else about the package is declared in `pyproject.toml`. The modules in `MODULES` below are type-checked
 Python that mypyc turns into C extensions: the request frame reader, the request guard, the message codec, the
-record-batch codec and the append path of the storage and broker layers, which every request and every embedded
-record passes through. The Python source stays the
-reference and the fallback:
+record-batch codec, the append path of the storage and broker layers, and the server's request path (the connection's
+frame reading, dispatch, and the Produce and Fetch handlers), which every request and every embedded record passes
+through. The Python source stays the reference and the fallback:
 
 - set `KAFKALITE_COMPILE=0` to install without compiling;
 - when mypyc or a C compiler is missing, or compiling fails, the build says so on stderr and installs the plain

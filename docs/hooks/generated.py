@@ -14,11 +14,12 @@ docstring and registration disagree fails the suite, not only the docs build.
 
 from __future__ import annotations
 
+import ast
 import html
-import importlib
 import pkgutil
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import click
@@ -62,6 +63,11 @@ def _kafka_versions(api_key: int) -> tuple[int, int]:
     return versions[0], versions[-1]
 
 
+def _module_docstring(path: Path) -> str:
+    """A module's docstring, read from its source: a compiled module (`protocol.native`) has none at run time."""
+    return (ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")), clean=False) or "").strip()
+
+
 def handler_docs() -> dict[int, tuple[str, tuple[int, int], str]]:
     """api_key -> (name, documented version range, notes) for every handler module in `kafkalite.server.handlers`.
 
@@ -74,14 +80,14 @@ def handler_docs() -> dict[int, tuple[str, tuple[int, int], str]]:
     for info in pkgutil.iter_modules(package.__path__):
         if info.name.startswith("_"):
             continue
-        module = importlib.import_module(f"{package.__name__}.{info.name}")
-        doc = (module.__doc__ or "").strip()
+        name = f"{package.__name__}.{info.name}"
+        doc = _module_docstring(Path(package.__path__[0]) / f"{info.name}.py")
         title = _HANDLER_TITLE.match(doc)
         if title is None:  # a helper module; a handler without its title line is caught by the registry check
             continue
         key = int(title["key"])
         if key in found:
-            raise ValueError(f"{module.__name__}: API key {key} is documented by two handler modules")
+            raise ValueError(f"{name}: API key {key} is documented by two handler modules")
         low = int(title["low"])
         high = int(title["high"] or low)
         paragraphs = doc.split("\n\n")

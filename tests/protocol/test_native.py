@@ -8,6 +8,7 @@ tests check the decision itself, on real files and in fresh interpreters.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import importlib.machinery
 import json
@@ -143,3 +144,48 @@ def test_an_edited_source_is_imported_instead_of_its_stale_extension(tmp_path: P
     assert isinstance(files, dict)
     assert report["compiled"] is False
     assert all(path.startswith(str(tmp_path)) and path.endswith(".py") for path in files.values()), files
+
+
+def test_make_rebuilds_when_any_compiled_source_changes() -> None:
+    """The Makefile's install stamps depend on `BUILD_INPUTS`: a compiled module outside it would be edited, found
+    stale by `native`, and run as Python until something else triggered a build."""
+    root = Path(__file__).resolve().parents[2]
+    makefile = (root / "Makefile").read_text().replace("\\\n", " ")
+    line = next(line for line in makefile.splitlines() if line.startswith("BUILD_INPUTS :="))
+    patterns = line.split("$(wildcard", 1)[1].rsplit(")", 1)[0].split()
+    inputs = {path.resolve() for pattern in patterns for path in root.glob(pattern)}
+    sources = {Path(native.source_path(name, str(root / "src"))).resolve() for name in native.COMPILED_MODULES}
+    assert sources <= inputs, f"compiled modules missing from the Makefile's BUILD_INPUTS: {sorted(sources - inputs)}"
+
+
+def _final_literals(path: Path) -> set[str]:
+    """The module-level names of a source annotated `Final` and bound to a literal (mypyc copies those)."""
+    tree = ast.parse(path.read_text())
+    return {
+        node.target.id
+        for node in tree.body
+        if isinstance(node, ast.AnnAssign)
+        and isinstance(node.target, ast.Name)
+        and "Final" in ast.unparse(node.annotation)
+        and node.value is not None
+        and isinstance(node.value, ast.Constant | ast.UnaryOp)
+    }
+
+
+def test_no_compiled_module_copies_a_constant_of_an_interpreted_one() -> None:
+    """mypyc writes a `Final` literal imported from an interpreted module into the importer's build; that module is
+    not in the digest record, so an edit of the constant would run beside a build still holding the old value."""
+    src = Path(__file__).resolve().parents[2] / "src"
+    found: list[str] = []
+    for name in native.COMPILED_MODULES:
+        for node in ast.walk(ast.parse(Path(native.source_path(name, str(src))).read_text())):
+            if not isinstance(node, ast.ImportFrom) or not (node.module or "").startswith("kafkalite"):
+                continue
+            if node.module in native.COMPILED_MODULES:
+                continue
+            source = src / (node.module or "").replace(".", "/")
+            path = source.with_suffix(".py") if source.with_suffix(".py").exists() else source / "__init__.py"
+            copied = _final_literals(path) & {alias.name for alias in node.names}
+            if copied:
+                found.append(f"{name} imports {sorted(copied)} from {node.module}")
+    assert not found, found

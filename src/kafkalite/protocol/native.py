@@ -2,7 +2,7 @@
 
 The build (`setup.py`) compiles a few modules with mypyc: of this package, the frame reader, the request guard, the
 message codec, the Produce request reader and answer writer, and the record-batch codec; of the storage and broker
-layers, the append path (`COMPILED_MODULES`).
+layers, the append path; of the server layer, the request path (`COMPILED_MODULES`).
 It writes the extensions beside the sources, and a list of the modules it compiled with a SHA-256 digest of each
 one's source (`_native.sources`). Python's import system prefers an extension to a `.py` file of the same name, so
 normally nothing needs doing. This module steps in when the extensions must not be used, and the package's
@@ -48,6 +48,12 @@ COMPILED_MODULES = (  # what setup.py compiles (it reads this tuple): every requ
     "kafkalite.storage.partition_log",
     "kafkalite.storage.memory_log",
     "kafkalite.broker.partition",
+    # The served request path: every request's frame, dispatch, and the Produce and Fetch handlers. `kafkalite.server`
+    # imports `kafkalite.broker` (and so this package) before any of them.
+    "kafkalite.server.frame_stream",
+    "kafkalite.server.dispatch",
+    "kafkalite.server.handlers.produce",
+    "kafkalite.server.handlers.fetch",
 )
 PURE_ENV = "KAFKALITE_PURE_PYTHON"
 DIGESTS_FILE = "_native.sources"

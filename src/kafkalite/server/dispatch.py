@@ -39,8 +39,9 @@ import typing
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from time import perf_counter
-from typing import TYPE_CHECKING, Any, Final, NamedTuple
+from typing import Any, Final, NamedTuple
 
+from kafkalite.broker import Broker
 from kafkalite.errors import ProtocolError, UnknownTopicError
 from kafkalite.protocol.messages import ApiSchema, api_schema
 from kafkalite.protocol.wire import (
@@ -51,15 +52,12 @@ from kafkalite.protocol.wire import (
     peek_request,
 )
 from kafkalite.security.quotas import FETCH_RATE, PRODUCE_RATE, REQUEST_PERCENTAGE
+from kafkalite.security.service import Security
+from kafkalite.security.session import Session
 from kafkalite.server.authorization import completed, narrowed, refusal
 from kafkalite.server.mutation_quota import STRICT_SINCE, throttled, with_mutation_quota
 from kafkalite.server.zero_copy import SplicedFrame, placeholders, splice
 from kafkalite.stats import ApiStats
-
-if TYPE_CHECKING:
-    from kafkalite.broker import Broker
-    from kafkalite.security.service import Security
-    from kafkalite.security.session import Session
 
 log = logging.getLogger("kafkalite.server")
 
@@ -73,14 +71,16 @@ Answer = bytes | SplicedFrame | PendingResponse | None
 see `server.zero_copy`), a frame not due yet, or nothing."""
 
 
-@dataclass(frozen=True, slots=True)
 class AfterDurable:
     """A handler's answer that may only be sent once `response` (an awaitable of the kio response) has returned.
 
     The handler has made every state change before returning this; `response` only waits (for an fsync) and builds.
+    A plain class rather than a frozen dataclass: one is built per acks=all Produce request, and a frozen dataclass's
+    `__init__` stays interpreted in the compiled form of this module.
     """
 
-    response: Awaitable[Any]
+    def __init__(self, response: Awaitable[Any]) -> None:
+        self.response = response
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +131,8 @@ class ServerInfo:
     settings: tuple[tuple[str, str], ...] = ()  # the server's own broker settings (Kafka name, value): listeners, ...
 
 
+# `Broker`, `Security` and `Session` are imported at run time, not only for the type checker: the compiled form of this
+# module (`protocol.native`) resolves a named tuple's field types when it defines the class.
 class RequestContext(NamedTuple):
     """What a handler gets besides its request: the broker, this server, the request's header and schema, and the
     connection's client and security state. A named tuple (immutable, and built per request faster than a frozen

@@ -18,7 +18,9 @@ UNKNOWN_SERVER_ERROR: Final = -1
 UNKNOWN_TOPIC_OR_PARTITION: Final = 3
 INVALID_REQUEST: Final = 42
 UNSUPPORTED_VERSION: Final = 35
-UNKNOWN_TOPIC_ID: Final = 100
+# Not `Final`: the compiled Produce and Fetch handlers read it, and mypyc copies a `Final` literal of an interpreted
+# module into their build, where an edit here would not reach (`protocol.native`).
+UNKNOWN_TOPIC_ID = 100
 INT32_MIN: Final = -(2**31)  # "authorized operations not requested"
 ZERO_UUID: Final = uuid.UUID(int=0)
 
