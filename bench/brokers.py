@@ -1,9 +1,10 @@
 """The peers: how each broker is started on 127.0.0.1, made ready, given topics, and stopped.
 
 Every peer is started fresh for each round by `Peer.start`, a context manager yielding a `Running`; leaving it
-stops the broker (SIGTERM, then SIGKILL after 10 s) and empties its data directory (`_discard`). Start-up is timed
-from the moment the process is spawned (or the mock cluster created) to its ready line and to the first successful
-metadata request (Kafka Metadata, or Redis PING) from a fresh client.
+stops the broker (SIGTERM, then SIGKILL after 10 s) and cuts the files of its data directory to zero length; the
+directory is deleted when the bench exits (`_discard`). Start-up is timed from the moment the process is spawned
+(or the mock cluster created) to its ready line and to the first successful metadata request (Kafka Metadata, or
+Redis PING) from a fresh client.
 
 librdkafka's mock cluster has no CreateTopics and auto-creates every topic with 4 partitions, so it is created
 through librdkafka's own C API (`rd_kafka_new` with `test.mock.num.brokers=1`, then `rd_kafka_mock_topic_create`)
@@ -197,16 +198,21 @@ _TRASH: list[Path] = []
 def _discard(data_dir: Path) -> None:
     """Free a stopped broker's disk space now, and its files' inodes only when the bench exits.
 
-    On ext4 without a journal (this machine's disk: `/proc/fs/jbd2` is empty), allocating an inode skips every inode
-    of its group deleted in the last minute or more, reading each one on the way. After a data directory of 30,000
-    files was deleted, the next broker's 10,000-partition topic took 20 s of kernel CPU to create, against 1.2 s on
-    tmpfs (`perf`: `recently_deleted`, `find_get_block_common`). Deleting the files would make each peer pay for
-    the one measured before it, so they are truncated here and unlinked at exit.
+    On ext4 without a journal (this machine's disk: `/proc/fs/jbd2` is empty), allocating an inode skips every free
+    inode deleted less than 60 s before (up to 6 minutes while its inode table block is unwritten), looking each one
+    up in the buffer cache (`recently_deleted` in the kernel's fs/ext4/ialloc.c). After a data directory of 30,000
+    files was deleted, the next broker's 10,000-partition topic took 15–33 s to create, against 2.1–2.6 s with no
+    such deletion just before (`perf`: `recently_deleted`, `find_get_block_common`). Deleting the files would make
+    each peer pay for the one measured before it, so their length is cut to zero here and they are unlinked at exit.
+    Deletions made before the bench started (a previous run's, at its exit) still count; a bench killed by a signal
+    leaves every directory it kept in the temporary directory, with its empty files.
     """
     for root, _dirs, files in os.walk(data_dir):
         for file in files:
-            with contextlib.suppress(OSError):
-                os.truncate(os.path.join(root, file), 0)
+            path = os.path.join(root, file)
+            if not os.path.islink(path):  # rmtree never followed a link; neither does this
+                with contextlib.suppress(OSError):
+                    os.truncate(path, 0)
     _TRASH.append(data_dir)
 
 

@@ -368,9 +368,11 @@ def _how(results: Results) -> str:
   records per partition, acks=1. Connections: {sizes["connections"]:,} raw sockets opened at once, each sending
   Metadata v1 then one Produce v3 (one 100 B record, acks=1), all held open until every one is answered
   (raw sockets with kio, because a thousand librdkafka clients would measure their own thread start-up).
-  A stopped broker's data directory is truncated at once and deleted when the bench exits: on this machine's ext4
-  (no journal) a new file skips the inodes deleted in the last minute or more, so deleting a peer's 30,000 files
-  made the next peer's 10,000-partition topic take more than ten times as long to create.
+  As soon as a broker stops, the files of its data directory are cut to zero length; the directories are deleted
+  when the bench exits. On ext4 without a journal (this machine's disk) a new file skips every inode deleted in
+  the last minute or more, so deleting a peer's 30,000 files made the next peer's 10,000-partition topic slower to
+  create: 2–6× in the full run of 946228b, up to 17× by hand. Runs started before 2026-12-03 12:40 UTC deleted
+  each directory at once; a run started within minutes of large deletions on the same disk still pays for them.
 - Start-up: from spawning the process to its ready line, and to a first successful Metadata (Redis: PING) from a
   new client; idle RSS (psutil) {sizes["idle_settle_s"]:.0f} s after that. The mock cluster lives in the bench
   process: its "ready" is the creation of the cluster and it has no RSS of its own.
