@@ -59,6 +59,7 @@ class Running:
     bootstrap: str  # host:port
     pid: int | None  # None when the broker lives in the bench process
     ready_s: float  # spawn → ready line (the mock: creation of the cluster)
+    ready_schedule: tuple[float, float] | None  # main thread at the ready line: (on a CPU, waiting for one), seconds
     first_metadata_s: float  # spawn → first successful metadata request
     create_topic: Callable[[str, int], None]
     recent_output: Callable[[], str]
@@ -95,10 +96,12 @@ def free_port() -> int:
 class _Output:
     """Drains a process's merged stdout/stderr on a thread; notes when the ready line appears; keeps the last lines."""
 
-    def __init__(self, stream: Iterator[str], ready: re.Pattern[str]) -> None:
+    def __init__(self, stream: Iterator[str], ready: re.Pattern[str], pid: int) -> None:
         self._ready = ready
+        self._pid = pid
         self._lines: collections.deque[str] = collections.deque(maxlen=40)
         self.ready_at: float | None = None
+        self.ready_schedule: tuple[float, float] | None = None
         self.is_ready = threading.Event()
         self.closed = threading.Event()
         threading.Thread(target=self._drain, args=(stream,), daemon=True).start()
@@ -107,12 +110,23 @@ class _Output:
         for line in stream:
             if self.ready_at is None and self._ready.search(line):
                 self.ready_at = time.perf_counter()
+                self.ready_schedule = _schedule(self._pid)
                 self.is_ready.set()
             self._lines.append(line.rstrip())
         self.closed.set()
 
     def recent(self) -> str:
         return "\n".join(self._lines)
+
+
+def _schedule(pid: int) -> tuple[float, float] | None:
+    """A process's main thread so far: seconds on a CPU and seconds runnable but waiting for one (the kernel's
+    schedstat). What is left of its wall time, it spent blocked: reading a file, on a lock, in a sleep."""
+    try:
+        on_cpu, waiting, _slices = Path(f"/proc/{pid}/schedstat").read_text().split()
+    except (OSError, ValueError):
+        return None
+    return int(on_cpu) / 1e9, int(waiting) / 1e9
 
 
 def _kafka_metadata(bootstrap: str) -> None:
@@ -167,7 +181,7 @@ def _process(
         env=None if env is None else {**os.environ, **env},
     )
     assert process.stdout is not None
-    output = _Output(process.stdout, re.compile(ready))
+    output = _Output(process.stdout, re.compile(ready), process.pid)
     try:
         deadline = spawned + START_TIMEOUT_S
         while not output.is_ready.wait(0.01):
@@ -182,6 +196,7 @@ def _process(
             bootstrap=bootstrap,
             pid=process.pid,
             ready_s=output.ready_at - spawned,
+            ready_schedule=output.ready_schedule,
             first_metadata_s=time.perf_counter() - spawned,
             create_topic=kafka_create_topic(bootstrap) if wire == "kafka" else lambda topic, partitions: None,
             recent_output=output.recent,
@@ -298,6 +313,7 @@ def _mock() -> Iterator[Running]:
             bootstrap=cluster.bootstrap,
             pid=None,
             ready_s=ready_s,
+            ready_schedule=None,
             first_metadata_s=time.perf_counter() - created,
             create_topic=cluster.create_topic,
             recent_output=lambda: "",
