@@ -121,12 +121,13 @@ class _Output:
 
 def _schedule(pid: int) -> tuple[float, float] | None:
     """A process's main thread so far: seconds on a CPU and seconds runnable but waiting for one (the kernel's
-    schedstat). What is left of its wall time, it spent blocked: reading a file, on a lock, in a sleep."""
-    try:
+    schedstat). The rest of the time to the ready line it did not run: blocked on a file, a lock or another of its
+    threads, or done and not yet read by the bench (the spawn and the read of the line count there too)."""
+    try:  # on the drain thread: nothing here may stop it from setting is_ready
         on_cpu, waiting, _slices = Path(f"/proc/{pid}/schedstat").read_text().split()
-    except (OSError, ValueError):
+        return int(on_cpu) / 1e9, int(waiting) / 1e9
+    except Exception:
         return None
-    return int(on_cpu) / 1e9, int(waiting) / 1e9
 
 
 def _kafka_metadata(bootstrap: str) -> None:
