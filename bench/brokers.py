@@ -59,7 +59,8 @@ class Running:
     bootstrap: str  # host:port
     pid: int | None  # None when the broker lives in the bench process
     ready_s: float  # spawn → ready line (the mock: creation of the cluster)
-    ready_schedule: tuple[float, float] | None  # main thread at the ready line: (on a CPU, waiting for one), seconds
+    # at the ready line, seconds: (main thread on a CPU, main thread waiting for one, every thread's kernel CPU)
+    ready_schedule: tuple[float, float, float] | None
     first_metadata_s: float  # spawn → first successful metadata request
     create_topic: Callable[[str, int], None]
     recent_output: Callable[[], str]
@@ -101,7 +102,7 @@ class _Output:
         self._pid = pid
         self._lines: collections.deque[str] = collections.deque(maxlen=40)
         self.ready_at: float | None = None
-        self.ready_schedule: tuple[float, float] | None = None
+        self.ready_schedule: tuple[float, float, float] | None = None
         self.is_ready = threading.Event()
         self.closed = threading.Event()
         threading.Thread(target=self._drain, args=(stream,), daemon=True).start()
@@ -119,13 +120,15 @@ class _Output:
         return "\n".join(self._lines)
 
 
-def _schedule(pid: int) -> tuple[float, float] | None:
-    """A process's main thread so far: seconds on a CPU and seconds runnable but waiting for one (the kernel's
-    schedstat). The rest of the time to the ready line it did not run: blocked on a file, a lock or another of its
-    threads, or done and not yet read by the bench (the spawn and the read of the line count there too)."""
+def _schedule(pid: int) -> tuple[float, float, float] | None:
+    """A process so far: its main thread's seconds on a CPU and runnable but waiting for one (the kernel's schedstat),
+    and the kernel CPU time of all its threads (system time). The rest of the time to the ready line the main thread
+    did not run: blocked on a file, a lock or another of its threads, or done and not yet read by the bench (the spawn
+    and the read of the line count there too). A large system time says another thread was busy in the kernel."""
     try:  # on the drain thread: nothing here may stop it from setting is_ready
         on_cpu, waiting, _slices = Path(f"/proc/{pid}/schedstat").read_text().split()
-        return int(on_cpu) / 1e9, int(waiting) / 1e9
+        system_ticks = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[12])
+        return int(on_cpu) / 1e9, int(waiting) / 1e9, system_ticks / os.sysconf("SC_CLK_TCK")
     except Exception:
         return None
 

@@ -105,6 +105,7 @@ IDLE_RSS = Metric("idle RSS", "MB", False)
 READY_ON_CPU = Metric("to the ready line: main thread on a CPU", "s", False)
 READY_WAITING = Metric("to the ready line: main thread waiting for a CPU", "s", False)
 READY_NOT_RUNNING = Metric("to the ready line: main thread not running", "s", False)
+READY_SYSTEM = Metric("to the ready line: kernel CPU of all threads", "s", False)
 CREATE = Metric("create topic", "s", False)
 SERVED = Metric("served", "%", True)
 ALL_ANSWERED = Metric("all answered", "s", False)
@@ -209,9 +210,9 @@ def start_up(session: Session) -> Outcome:
     running = session.running
     values = {READY: running.ready_s, FIRST_METADATA: running.first_metadata_s}
     if running.ready_schedule is not None:  # where a slow start went: computing, queued for a CPU, or neither
-        on_cpu, waiting = running.ready_schedule
+        on_cpu, waiting, system = running.ready_schedule
         not_running = max(0.0, running.ready_s - on_cpu - waiting)  # two clocks: never below zero
-        values |= {READY_ON_CPU: on_cpu, READY_WAITING: waiting, READY_NOT_RUNNING: not_running}
+        values |= {READY_ON_CPU: on_cpu, READY_WAITING: waiting, READY_NOT_RUNNING: not_running, READY_SYSTEM: system}
     if running.pid is not None:
         time.sleep(session.sizes.idle_settle_s)
         values[IDLE_RSS] = _rss_mb(running.pid)
