@@ -40,7 +40,14 @@ import confluent_kafka
 import redis
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from bench.machine import own_threads, process_cpu_seconds, thread_start_ticks, threads_cpu_seconds
+from bench.machine import (
+    StartSchedule,
+    own_threads,
+    process_cpu_seconds,
+    start_schedule,
+    thread_start_ticks,
+    threads_cpu_seconds,
+)
 
 Wire = Literal["kafka", "redis"]
 HOST = "127.0.0.1"
@@ -59,8 +66,7 @@ class Running:
     bootstrap: str  # host:port
     pid: int | None  # None when the broker lives in the bench process
     ready_s: float  # spawn → ready line (the mock: creation of the cluster)
-    # at the ready line, seconds: (main thread on a CPU, main thread waiting for one, every thread's kernel CPU)
-    ready_schedule: tuple[float, float, float] | None
+    ready_schedule: StartSchedule | None  # at the ready line (None: the mock, or /proc could not be read)
     first_metadata_s: float  # spawn → first successful metadata request
     create_topic: Callable[[str, int], None]
     recent_output: Callable[[], str]
@@ -102,7 +108,7 @@ class _Output:
         self._pid = pid
         self._lines: collections.deque[str] = collections.deque(maxlen=40)
         self.ready_at: float | None = None
-        self.ready_schedule: tuple[float, float, float] | None = None
+        self.ready_schedule: StartSchedule | None = None
         self.is_ready = threading.Event()
         self.closed = threading.Event()
         threading.Thread(target=self._drain, args=(stream,), daemon=True).start()
@@ -120,15 +126,9 @@ class _Output:
         return "\n".join(self._lines)
 
 
-def _schedule(pid: int) -> tuple[float, float, float] | None:
-    """A process so far: its main thread's seconds on a CPU and runnable but waiting for one (the kernel's schedstat),
-    and the kernel CPU time of all its threads (system time). The rest of the time to the ready line the main thread
-    did not run: blocked on a file, a lock or another of its threads, or done and not yet read by the bench (the spawn
-    and the read of the line count there too). A large system time says another thread was busy in the kernel."""
+def _schedule(pid: int) -> StartSchedule | None:
     try:  # on the drain thread: nothing here may stop it from setting is_ready
-        on_cpu, waiting, _slices = Path(f"/proc/{pid}/schedstat").read_text().split()
-        system_ticks = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[12])
-        return int(on_cpu) / 1e9, int(waiting) / 1e9, system_ticks / os.sysconf("SC_CLK_TCK")
+        return start_schedule(pid)
     except Exception:
         return None
 

@@ -10,6 +10,7 @@ import resource
 import subprocess
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 
 def _cpu_model() -> str:
@@ -39,6 +40,22 @@ def process_cpu_seconds(pid: int) -> float:
     """User + system CPU time of every thread of process `pid` so far (fields 14 and 15 of proc(5)); it counts in
     the kernel's clock ticks, 10 ms on the usual configuration."""
     return _cpu_seconds(_stat_fields(Path(f"/proc/{pid}/stat")))
+
+
+class StartSchedule(NamedTuple):
+    """Where a process's time has gone so far, in seconds."""
+
+    on_cpu: float  # its main thread on a CPU (schedstat)
+    waiting: float  # its main thread runnable, waiting for a CPU (schedstat)
+    kernel: float  # system time of all its threads: a thread busy in the kernel, not waiting on it
+
+
+def start_schedule(pid: int) -> StartSchedule:
+    """Process `pid`'s `StartSchedule` now; whatever else of its wall time there was, its main thread did not run
+    (blocked on a file, a lock or another of its threads)."""
+    on_cpu, waiting, _slices = Path(f"/proc/{pid}/schedstat").read_text().split()
+    kernel = int(_stat_fields(Path(f"/proc/{pid}/stat"))[_STIME]) / os.sysconf("SC_CLK_TCK")
+    return StartSchedule(int(on_cpu) / 1e9, int(waiting) / 1e9, kernel)
 
 
 def own_threads() -> dict[int, str]:

@@ -209,10 +209,14 @@ def _shortfall(what: str, done: int, wanted: int, error: str | None) -> list[str
 def start_up(session: Session) -> Outcome:
     running = session.running
     values = {READY: running.ready_s, FIRST_METADATA: running.first_metadata_s}
-    if running.ready_schedule is not None:  # where a slow start went: computing, queued for a CPU, or neither
-        on_cpu, waiting, system = running.ready_schedule
-        not_running = max(0.0, running.ready_s - on_cpu - waiting)  # two clocks: never below zero
-        values |= {READY_ON_CPU: on_cpu, READY_WAITING: waiting, READY_NOT_RUNNING: not_running, READY_SYSTEM: system}
+    if (schedule := running.ready_schedule) is not None:  # where a slow start went: computing, queued, or neither
+        not_running = max(0.0, running.ready_s - schedule.on_cpu - schedule.waiting)  # two clocks: never below zero
+        values |= {
+            READY_ON_CPU: schedule.on_cpu,
+            READY_WAITING: schedule.waiting,
+            READY_NOT_RUNNING: not_running,
+            READY_SYSTEM: schedule.kernel,
+        }
     if running.pid is not None:
         time.sleep(session.sizes.idle_settle_s)
         values[IDLE_RSS] = _rss_mb(running.pid)
