@@ -106,6 +106,7 @@ READY_ON_CPU = Metric("to the ready line: main thread on a CPU", "s", False)
 READY_WAITING = Metric("to the ready line: main thread waiting for a CPU", "s", False)
 READY_NOT_RUNNING = Metric("to the ready line: main thread not running", "s", False)
 READY_SYSTEM = Metric("to the ready line: kernel CPU of all threads", "s", False)
+READY_DISK_READ = Metric("to the ready line: read from disk", "MB", False)
 CREATE = Metric("create topic", "s", False)
 SERVED = Metric("served", "%", True)
 ALL_ANSWERED = Metric("all answered", "s", False)
@@ -216,6 +217,7 @@ def start_up(session: Session) -> Outcome:
             READY_WAITING: schedule.waiting,
             READY_NOT_RUNNING: not_running,
             READY_SYSTEM: schedule.kernel,
+            READY_DISK_READ: schedule.disk_read,
         }
     if running.pid is not None:
         time.sleep(session.sizes.idle_settle_s)
