@@ -24,7 +24,7 @@ from pathlib import Path
 
 from bench import report
 from bench.brokers import EXTRA_PEERS, PEERS, Peer, baseline_peer
-from bench.machine import machine, versions
+from bench.machine import machine, reference_loop_seconds, versions
 from bench.results import Results
 from bench.workloads import EMBEDDED_SUBJECTS, FULL, QUICK, Sizes, Workload, embedded_round, plan, session_for
 
@@ -113,6 +113,7 @@ def run(sizes: Sizes, peers: list[Peer], workloads: list[Workload], command: str
             _say(f"round {rnd + 1}/{sizes.rounds} · embedded against the seed design")
             _run_embedded(rnd, sizes, results)
     results.meta["seconds"] = round(time.perf_counter() - began, 1)
+    results.meta["machine"]["reference loop at end"] = f"{reference_loop_seconds():.3f} s"
     return results
 
 

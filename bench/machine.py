@@ -7,6 +7,7 @@ import importlib.metadata
 import os
 import platform
 import resource
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -99,6 +100,28 @@ def _cpu_seconds(fields: list[str]) -> float:
     return (int(fields[_UTIME]) + int(fields[_STIME])) / os.sysconf("SC_CLK_TCK")
 
 
+REFERENCE_LOOP = 3_000_000
+_REFERENCE = f"""
+import time
+began = time.process_time()
+total = 0
+for i in range({REFERENCE_LOOP}):
+    total += i
+print(time.process_time() - began)
+"""
+
+
+def reference_loop_seconds(times: int = 3) -> float:
+    """CPU seconds a fresh interpreter spends on a fixed pure-Python loop, the median of `times`: how fast this host
+    runs Python at this moment. The same code took twice as long on some days as on others; this tells such a day
+    from a change in the code."""
+    spent = []
+    for _ in range(times):
+        done = subprocess.run([sys.executable, "-I", "-c", _REFERENCE], capture_output=True, text=True, check=True)
+        spent.append(float(done.stdout))
+    return statistics.median(spent)
+
+
 def machine() -> dict[str, str]:
     return {
         "nproc": str(os.cpu_count()),
@@ -108,6 +131,7 @@ def machine() -> dict[str, str]:
         "python": sys.version.split()[0],
         "load average at start": " ".join(f"{x:.2f}" for x in os.getloadavg()),
         "open-file limit": str(resource.getrlimit(resource.RLIMIT_NOFILE)[0]),
+        "reference loop at start": f"{reference_loop_seconds():.3f} s",
     }
 
 

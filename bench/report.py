@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.machine import REFERENCE_LOOP
 from bench.results import Results, Row
 from bench.workloads import Metric
 
@@ -421,6 +422,17 @@ def _best(row: Row, results: Results) -> tuple[str, float] | None:
     return max(found, key=lambda item: item[1]) if found else None
 
 
+def _reference_loop(m: dict[str, str]) -> str:
+    """The host's speed at the run's start and end, where the run recorded it (from 2026-12-03 15:10 UTC)."""
+    if "reference loop at start" not in m:
+        return ""
+    end = m.get("reference loop at end", "not measured")
+    return (
+        f"A fixed loop of {REFERENCE_LOOP:,} Python additions in a fresh interpreter (the host's speed, to compare "
+        f"runs) took {m['reference loop at start']} of CPU at the start and {end} at the end. "
+    )
+
+
 def _machine(results: Results) -> str:
     m = results.meta["machine"]
     v = results.meta["versions"]
@@ -428,7 +440,8 @@ def _machine(results: Results) -> str:
         f"{m['nproc']} CPUs (`nproc`), {m['cpu']}, {m['memory']} RAM, Linux {m['kernel']}, Python {m['python']}; "
         f"load average at start {m['load average at start']}; open-file limit {m.get('open-file limit', '?')} "
         "(the brokers inherit it). "
-        f"Versions: KafkaLite {v.get('kafkalite')} (commit {v.get('kafkalite commit')}), Tansu {v.get('tansu')}, "
+        + _reference_loop(m)
+        + f"Versions: KafkaLite {v.get('kafkalite')} (commit {v.get('kafkalite commit')}), Tansu {v.get('tansu')}, "
         f"redis-server {v.get('redis-server')}, kio {v.get('kio')}."
     )
 
