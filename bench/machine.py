@@ -49,7 +49,7 @@ class StartSchedule(NamedTuple):
     on_cpu: float  # its main thread on a CPU (schedstat)
     waiting: float  # its main thread runnable, waiting for a CPU (schedstat)
     kernel: float  # system time of all its threads: a thread busy in the kernel, not waiting on it
-    disk_read: float  # MB all its threads had read from the disk (`read_bytes` of proc(5)'s io): files not cached
+    disk_read: float | None  # MB its threads had read from the disk (`read_bytes` in proc(5)'s io); None: unreadable
 
 
 def start_schedule(pid: int) -> StartSchedule:
@@ -57,8 +57,18 @@ def start_schedule(pid: int) -> StartSchedule:
     (blocked on a file, a lock or another of its threads)."""
     on_cpu, waiting, _slices = Path(f"/proc/{pid}/schedstat").read_text().split()
     kernel = int(_stat_fields(Path(f"/proc/{pid}/stat"))[_STIME]) / os.sysconf("SC_CLK_TCK")
-    io = dict(line.split(": ") for line in Path(f"/proc/{pid}/io").read_text().splitlines())
-    return StartSchedule(int(on_cpu) / 1e9, int(waiting) / 1e9, kernel, int(io["read_bytes"]) / 1e6)
+    return StartSchedule(int(on_cpu) / 1e9, int(waiting) / 1e9, kernel, _disk_read_mb(pid))
+
+
+def _disk_read_mb(pid: int) -> float | None:
+    """What process `pid` has read from the disk so far, in MB; None where /proc/<pid>/io cannot be read (it needs
+    the right to trace the process)."""
+    try:
+        lines = Path(f"/proc/{pid}/io").read_text().splitlines()
+    except OSError:
+        return None
+    fields = dict(line.split(": ", 1) for line in lines)
+    return int(fields["read_bytes"]) / 1e6
 
 
 def own_threads() -> dict[int, str]:

@@ -379,11 +379,12 @@ def _how(results: Results) -> str:
   the broker's main thread's schedstat at that moment: on a CPU, runnable but waiting for one, and the rest not
   running (blocked on a file, a lock or another of its threads; the spawn and the bench's read of the line count
   there too, so it means most for a broker that starts on one thread); the kernel CPU time of all its threads,
-  which tells a thread busy in the kernel from one waiting on the disk; and what its threads read from the disk
-  (`read_bytes` in /proc/<pid>/io), which tells a start that found its module files in the page cache from one that
-  waited for them (`python -m bench.start_watch` beside a run names the files). Runs before 2026-12-03 13:30 UTC have
-  none of these rows, runs before 14:00 UTC not the kernel CPU, runs before 15:00 UTC not the disk. The mock cluster
-  lives in the bench process: its "ready" is the creation of the cluster and it has no RSS of its own.
+  which tells a thread busy in the kernel from one waiting on the disk; and what its threads had read from the disk
+  (`read_bytes` in /proc/<pid>/io): the files a start did not find in the page cache. What those reads cost depends
+  on what else the disk is doing; `python -m bench.start_watch` beside a run names each wait and its file. Runs
+  before 2026-12-03 13:30 UTC have none of these rows, runs before 14:00 UTC not the kernel CPU, runs before 14:38 UTC
+  not the disk. The mock cluster lives in the bench process: its "ready" is the creation of the cluster and it has no
+  RSS of its own.
 - Bounds: every workload stops at {sizes["workload_timeout_s"]:.0f} s; a run cut short says so under
   "Notes and failures". The machine was shared with other work during the run (see the load average), and the
   client shares the CPUs with the broker: compare ratios within this run rather than absolute numbers across runs."""
@@ -425,7 +426,7 @@ def _best(row: Row, results: Results) -> tuple[str, float] | None:
 
 
 def _reference_loop(m: dict[str, str]) -> str:
-    """The host's speed at the run's start and end, where the run recorded it (from 2026-12-03 15:10 UTC)."""
+    """The host's speed at the run's start and end, where the run recorded it (from 2026-12-03 14:50 UTC)."""
     if "reference loop at start" not in m:
         return ""
     end = m.get("reference loop at end", "not measured")

@@ -10,8 +10,9 @@ then until that process listens on the `--port` its command line names (at most 
 state about every millisecond from /proc/<pid>/task/<pid>/stat. When the thread is not running it also reads what it
 waits in: its kernel stack (/proc/<pid>/task/<pid>/stack, which needs root), its system call
 (/proc/<pid>/task/<pid>/syscall) and, for a `read` or `getdents64`, the file behind the descriptor
-(/proc/<pid>/fd/<fd>). For a page fault it names the mapping the faulting instruction lies in. One JSON line per
-start.
+(/proc/<pid>/fd/<fd>). For a page fault it names the mapping the faulting instruction lies in, which is not always
+the file read (the dynamic loader's code takes the faults when it relocates a library). Times count from the spawn
+(to the 10 ms clock tick of proc(5)); the first samples come up to 50 ms after it. One JSON line per start.
 
 The summary gives, per start, the time in each state (R running or runnable, D waiting uninterruptibly, as for the
 disk; S sleeping, as in the event loop's `epoll_wait`) and every wait of at least `--longer-than` milliseconds with
@@ -71,8 +72,14 @@ def _serve_port(pid: int) -> int | None:
 
 
 def _listening(pid: int, port: int) -> bool:
-    local = f":{port:04X} 00000000:0000 {LISTEN_STATE}"
-    return any(local in (_read(f"/proc/{pid}/net/{table}") or "") for table in ("tcp", "tcp6"))
+    """Whether a socket listens on `port` in `pid`'s network namespace (any process's: the bench picks free ports)."""
+    suffix = f":{port:04X}"
+    for table in ("tcp", "tcp6"):
+        for line in (_read(f"/proc/{pid}/net/{table}") or "").splitlines()[1:]:
+            fields = line.split()  # sl, local address, remote address, state, ...
+            if len(fields) > 3 and fields[1].endswith(suffix) and fields[3] == LISTEN_STATE:
+                return True
+    return False
 
 
 def _mapping_of(pid: int, address: int) -> str:
@@ -92,8 +99,20 @@ def _waited_on(pid: int, stack: list[str]) -> str:
             return os.readlink(f"/proc/{pid}/fd/{int(call[1], 16)}")
     if len(call) > 2 and call[0] == "-1" and any("page_fault" in frame for frame in stack):
         with contextlib.suppress(ValueError):
-            return "page fault in " + _mapping_of(pid, int(call[2], 16))  # the instruction's address
+            # The instruction's address, not the faulting page's: the loader's code shows up when it relocates a
+            # library it maps, so this names where the fault was taken, not always the file read.
+            return "page fault, instruction in " + _mapping_of(pid, int(call[2], 16))
     return ""
+
+
+def _age(pid: int) -> float:
+    """Seconds since `pid` was spawned (field 22 of proc(5), in clock ticks since boot: 10 ms steps)."""
+    stat = _read(f"/proc/{pid}/stat")
+    uptime = _read("/proc/uptime")
+    if stat is None or uptime is None:
+        return 0.0
+    started = int(stat.rsplit(")", 1)[1].split()[19]) / os.sysconf("SC_CLK_TCK")
+    return max(0.0, float(uptime.split()[0]) - started)
 
 
 def _sample(pid: int, began: float) -> Sample | None:
@@ -109,8 +128,9 @@ def _sample(pid: int, began: float) -> Sample | None:
 
 
 def watch_start(pid: int, port: int) -> Iterator[Sample]:
-    """Samples of `pid`'s main thread until it listens on `port`, ends, or `WATCH_LIMIT_S` passes."""
-    began = time.perf_counter()
+    """Samples of `pid`'s main thread until it listens on `port`, ends, or `WATCH_LIMIT_S` passes; their times count
+    from the spawn, to the clock tick."""
+    began = time.perf_counter() - _age(pid)
     count = 0
     while time.perf_counter() - began < WATCH_LIMIT_S:
         sample = _sample(pid, began)
@@ -160,12 +180,14 @@ class Wait:
 
 
 def waits(samples: list[Sample]) -> list[Wait]:
-    """Runs of samples in one not-running state on one file; each lasts until the next different sample."""
+    """Runs of samples in one not-running state, in one kernel function, on one file; each lasts until the next
+    different sample, so a run still going at the last sample, which has no end, is left out."""
     found: list[Wait] = []
     start = 0
     for index in range(1, len(samples) + 1):
         first = samples[start]
-        if index < len(samples) and (samples[index].state, samples[index].file) == (first.state, first.file):
+        key = (first.state, first.waits_in, first.file)
+        if index < len(samples) and (samples[index].state, samples[index].waits_in, samples[index].file) == key:
             continue
         if first.state != "R" and index < len(samples):
             found.append(Wait(first.at, samples[index].at - first.at, first.state, first.waits_in, first.file))

@@ -217,8 +217,9 @@ def start_up(session: Session) -> Outcome:
             READY_WAITING: schedule.waiting,
             READY_NOT_RUNNING: not_running,
             READY_SYSTEM: schedule.kernel,
-            READY_DISK_READ: schedule.disk_read,
         }
+        if schedule.disk_read is not None:
+            values[READY_DISK_READ] = schedule.disk_read
     if running.pid is not None:
         time.sleep(session.sizes.idle_settle_s)
         values[IDLE_RSS] = _rss_mb(running.pid)
