@@ -40,7 +40,7 @@ def _output(argv: list[str]) -> str:
 def process_cpu_seconds(pid: int) -> float:
     """User + system CPU time of every thread of process `pid` so far (fields 14 and 15 of proc(5)); it counts in
     the kernel's clock ticks, 10 ms on the usual configuration."""
-    return _cpu_seconds(_stat_fields(Path(f"/proc/{pid}/stat")))
+    return _cpu_seconds(stat_fields(Path(f"/proc/{pid}/stat")))
 
 
 class StartSchedule(NamedTuple):
@@ -56,7 +56,7 @@ def start_schedule(pid: int) -> StartSchedule:
     """Process `pid`'s `StartSchedule` now; whatever else of its wall time there was, its main thread did not run
     (blocked on a file, a lock or another of its threads)."""
     on_cpu, waiting, _slices = Path(f"/proc/{pid}/schedstat").read_text().split()
-    kernel = int(_stat_fields(Path(f"/proc/{pid}/stat"))[_STIME]) / os.sysconf("SC_CLK_TCK")
+    kernel = int(stat_fields(Path(f"/proc/{pid}/stat"))[STIME]) / os.sysconf("SC_CLK_TCK")
     return StartSchedule(int(on_cpu) / 1e9, int(waiting) / 1e9, kernel, _disk_read_mb(pid))
 
 
@@ -83,7 +83,7 @@ def own_threads() -> dict[int, str]:
 def thread_start_ticks(tid: int) -> int:
     """When thread `tid` of this process started (field 22 of proc(5), in clock ticks since boot): with the id, it
     names one thread, since the kernel reuses the ids of threads that have ended."""
-    return int(_stat_fields(Path(f"/proc/self/task/{tid}/stat"))[_START_TIME])
+    return int(stat_fields(Path(f"/proc/self/task/{tid}/stat"))[START_TIME])
 
 
 def threads_cpu_seconds(threads: frozenset[tuple[int, int]]) -> float:
@@ -92,22 +92,23 @@ def threads_cpu_seconds(threads: frozenset[tuple[int, int]]) -> float:
     total = 0.0
     for tid, started in threads:
         with contextlib.suppress(FileNotFoundError, ProcessLookupError):
-            fields = _stat_fields(Path(f"/proc/self/task/{tid}/stat"))
-            if int(fields[_START_TIME]) == started:
+            fields = stat_fields(Path(f"/proc/self/task/{tid}/stat"))
+            if int(fields[START_TIME]) == started:
                 total += _cpu_seconds(fields)
     return total
 
 
 # Indexes into a stat line's fields after the command name: proc(5)'s field N is at N - 3.
-_UTIME, _STIME, _START_TIME = 11, 12, 19
+STATE, UTIME, STIME, START_TIME = 0, 11, 12, 19
 
 
-def _stat_fields(stat: Path) -> list[str]:
+def stat_fields(stat: Path) -> list[str]:
+    """A proc(5) stat line's fields after the command name (which may hold spaces and parentheses)."""
     return stat.read_text().rsplit(")", 1)[1].split()
 
 
 def _cpu_seconds(fields: list[str]) -> float:
-    return (int(fields[_UTIME]) + int(fields[_STIME])) / os.sysconf("SC_CLK_TCK")
+    return (int(fields[UTIME]) + int(fields[STIME])) / os.sysconf("SC_CLK_TCK")
 
 
 REFERENCE_LOOP = 3_000_000

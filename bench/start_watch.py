@@ -35,17 +35,19 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from bench.machine import START_TIME, STATE, stat_fields
+
 POLL_S = 0.05  # how often /proc is scanned for a new broker
 SAMPLE_S = 0.001  # between two samples of a starting broker
 WATCH_LIMIT_S = 10.0  # a start still not listening after this is left
 EXEC_WITHIN_S = 1.0  # how long a new process is looked at again, in case it is a broker not yet exec'd
 LISTEN_STATE = "0A"  # TCP_LISTEN in /proc/net/tcp
-_READS_A_FILE = {"0": "read", "17": "pread64", "217": "getdents64"}  # x86-64 system call numbers
+_READS_A_FILE = {"0", "17", "217"}  # x86-64 system call numbers of read, pread64 and getdents64
 
 
 @dataclass(frozen=True)
 class Sample:
-    at: float  # seconds since the process was found
+    at: float  # seconds since the process was spawned
     state: str  # R, S, D, ... (proc(5))
     waits_in: str  # the kernel function at the top of the stack; "" while running
     file: str  # the file read or faulted on, if known; "" otherwise
@@ -106,21 +108,21 @@ def _waited_on(pid: int, stack: list[str]) -> str:
 
 
 def _age(pid: int) -> float:
-    """Seconds since `pid` was spawned (field 22 of proc(5), in clock ticks since boot: 10 ms steps)."""
-    stat = _read(f"/proc/{pid}/stat")
-    uptime = _read("/proc/uptime")
-    if stat is None or uptime is None:
+    """Seconds since `pid` was spawned (its start time in proc(5), in clock ticks since boot: 10 ms steps)."""
+    try:
+        started = int(stat_fields(Path(f"/proc/{pid}/stat"))[START_TIME]) / os.sysconf("SC_CLK_TCK")
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+    except OSError:
         return 0.0
-    started = int(stat.rsplit(")", 1)[1].split()[19]) / os.sysconf("SC_CLK_TCK")
-    return max(0.0, float(uptime.split()[0]) - started)
+    return max(0.0, uptime - started)
 
 
 def _sample(pid: int, began: float) -> Sample | None:
-    stat = _read(f"/proc/{pid}/task/{pid}/stat")
-    if stat is None:
+    try:
+        state = stat_fields(Path(f"/proc/{pid}/task/{pid}/stat"))[STATE]
+    except OSError:  # the process has ended
         return None
     at = time.perf_counter() - began
-    state = stat.rsplit(")", 1)[1].split()[0]
     if state == "R":
         return Sample(at, state, "", "")
     stack = [line.split()[1].split("+")[0] for line in (_read(f"/proc/{pid}/task/{pid}/stack") or "").splitlines()]
@@ -211,7 +213,7 @@ def summary(path: Path, longer_than_ms: float) -> None:
         for wait in waits(samples):
             if wait.seconds * 1000 >= longer_than_ms:
                 where = wait.file or "(no file)"
-                waited = f"{wait.state} {wait.seconds * 1000:.1f} ms in {wait.waits_in}"
+                waited = f"{wait.state} {wait.seconds * 1000:.1f} ms in {wait.waits_in or '(stack not read)'}"
                 print(f"    at {wait.began:.3f} s: {waited}: {where}")
 
 
