@@ -149,7 +149,8 @@ class Partition:
         batches = read_batches(records)
         if not batches:
             raise CorruptRecordError("produce carried no record batch")
-        self._check_limits(batches, records)
+        limits = self._append_limits()
+        self._check_limits(batches, records, limits)
         to_append: list[tuple[int, BatchHeader]] = []
         duplicate_of: int | None = None
         for _, header in batches:
@@ -173,38 +174,52 @@ class Partition:
                     duplicate_of = dup.base_offset if duplicate_of is None else duplicate_of
                     continue
             to_append.append((pos, header))
-        append_time = int(time.time() * 1000) if self._append_limits().log_append_time else -1
+        append_time = int(time.time() * 1000) if limits.log_append_time else -1
         if not to_append:
             assert duplicate_of is not None
             logger.debug("duplicate batch for %s-%d acknowledged at offset %d", self.topic, self.index, duplicate_of)
             return ProduceResult(duplicate_of, duplicate_of, append_time, self.log.log_start_offset)
-        first_offset = -1
-        last_offset = -1
-        async with self.lock:
-            for pos, header in to_append:
-                # The log writes the batch with its new base offset and leaves `records` as it is, so the request's
-                # bytes go to the log without a copy; only a LogAppendTime stamp, which changes the CRC, needs one.
-                batch: bytes | bytearray | memoryview = records
-                if pos != 0 or header.size != len(records):
-                    batch = memoryview(records)[pos : pos + header.size]
-                if append_time >= 0:
-                    stamped = bytearray(batch)
-                    header = patch_log_append_time(stamped, 0, header, append_time)
-                    batch = stamped
-                base, last = self.log.append(batch, header)
-                self._max_timestamp = max(self._max_timestamp, header.max_timestamp)
-                if header.producer_id >= 0:
-                    if header.base_sequence >= 0:  # broker-written batches (transactional offsets) carry none
-                        self.producers.observe(header._replace(base_offset=base))
-                    if header.is_transactional:
-                        self.transactions.observe(header._replace(base_offset=base))
-                first_offset = base if first_offset < 0 else first_offset
-                last_offset = last
-                self.messages_in += header.last_offset_delta + 1
+        # The writes never await, so no other task runs between them. The lock is waited for only while another
+        # holder has it, which cannot happen while every holder's section is as synchronous as this one: an
+        # uncontended `async with` would cost four interpreted calls of asyncio.Lock for every request.
+        if self.lock.locked():
+            async with self.lock:
+                first_offset, last_offset = self._write(records, to_append, append_time)
+        else:
+            first_offset, last_offset = self._write(records, to_append, append_time)
         self.bytes_in += len(records)
         self._wake_readers()
         logger.debug("appended offsets %d..%d to %s-%d", first_offset, last_offset, self.topic, self.index)
-        return ProduceResult(first_offset, last_offset, append_time, self.log.log_start_offset)
+        # `tuple.__new__`: the named tuple's own `__new__` is Python code even in the compiled form of this module
+        return tuple.__new__(ProduceResult, (first_offset, last_offset, append_time, self.log.log_start_offset))
+
+    def _write(
+        self, records: bytes | bytearray | memoryview, to_append: list[tuple[int, BatchHeader]], append_time: int
+    ) -> tuple[int, int]:
+        """Write the checked batches of `records` to the log; (first offset, last offset) they were given."""
+        first_offset = -1
+        last_offset = -1
+        for pos, header in to_append:
+            # The log writes the batch with its new base offset and leaves `records` as it is, so the request's
+            # bytes go to the log without a copy; only a LogAppendTime stamp, which changes the CRC, needs one.
+            batch: bytes | bytearray | memoryview = records
+            if pos != 0 or header.size != len(records):
+                batch = memoryview(records)[pos : pos + header.size]
+            if append_time >= 0:
+                stamped = bytearray(batch)
+                header = patch_log_append_time(stamped, 0, header, append_time)
+                batch = stamped
+            base, last = self.log.append(batch, header)
+            self._max_timestamp = max(self._max_timestamp, header.max_timestamp)
+            if header.producer_id >= 0:
+                if header.base_sequence >= 0:  # broker-written batches (transactional offsets) carry none
+                    self.producers.observe(header._replace(base_offset=base))
+                if header.is_transactional:
+                    self.transactions.observe(header._replace(base_offset=base))
+            first_offset = base if first_offset < 0 else first_offset
+            last_offset = last
+            self.messages_in += header.last_offset_delta + 1
+        return first_offset, last_offset
 
     def _append_limits(self) -> _AppendLimits:
         config = self.config
@@ -235,9 +250,10 @@ class Partition:
                     record_errors=tuple((index, reason) for index in keyless),
                 )
 
-    def _check_limits(self, batches: list[tuple[int, BatchHeader]], records: bytes | bytearray | memoryview) -> None:
+    def _check_limits(
+        self, batches: list[tuple[int, BatchHeader]], records: bytes | bytearray | memoryview, limits: _AppendLimits
+    ) -> None:
         size = len(records)
-        limits = self._append_limits()
         max_batch = limits.max_message_bytes
         for _, header in batches:
             if header.is_control:

@@ -322,6 +322,12 @@ class RequestHeader(NamedTuple):
     client_id: str | None = None
 
 
+def _new_header(fields: tuple[int, int, int, str | None]) -> RequestHeader:
+    """`RequestHeader(*fields)` without the call to the named tuple's `__new__`, which is Python code even where
+    this module is compiled (a thousand instructions a request)."""
+    return tuple.__new__(RequestHeader, fields)
+
+
 def peek_request(frame: bytes | memoryview) -> tuple[int, int, int]:
     """(api_key, api_version, correlation_id): the fields every request header version starts with."""
     if len(frame) < _API_SIZE:
@@ -334,18 +340,21 @@ def peek_request(frame: bytes | memoryview) -> tuple[int, int, int]:
     return api_key, api_version, correlation_id
 
 
-def decode_request_header(frame: bytes | memoryview, header_version: int) -> tuple[RequestHeader, int]:
-    """Decode a request header of the given version; returns it and the offset where the body starts.
+def decode_request_header(
+    frame: bytes | memoryview, header_version: int, peeked: tuple[int, int, int] | None = None
+) -> tuple[RequestHeader, int]:
+    """Decode a request header of the given version; returns it and the offset where the body starts. `peeked`:
+    what `peek_request` already read from this frame, not read again.
 
     Decoded field by field with kio's primitive readers rather than its header entity, because kio's entity reader
     rejects tagged fields it does not know, and Kafka requires unknown tagged fields to be skipped.
     """
     if header_version not in (0, 1, 2):
         raise ValueError(f"no request header version {header_version}")
-    api_key, api_version, correlation_id = peek_request(frame)
+    api_key, api_version, correlation_id = peek_request(frame) if peeked is None else peeked
     offset = _API_SIZE
     if header_version == 0:
-        return RequestHeader(api_key, api_version, correlation_id), offset
+        return _new_header((api_key, api_version, correlation_id, None)), offset
     try:
         client_id, size = read_nullable_legacy_string(frame, offset)
         offset += size
@@ -353,7 +362,7 @@ def decode_request_header(frame: bytes | memoryview, header_version: int) -> tup
             offset = _skip_tagged_fields(frame, offset)
     except (SerialError, ValueError) as e:  # kio: ValueError for a varint longer than 5 bytes
         raise ProtocolError(f"undecodable request header v{header_version}: {e}") from e
-    return RequestHeader(api_key, api_version, correlation_id, client_id), offset
+    return _new_header((api_key, api_version, correlation_id, client_id)), offset
 
 
 def encode_unsigned_varint(value: int) -> bytes:

@@ -95,6 +95,8 @@ class Session:
 
     def allows(self, api_key: int) -> bool:
         """Whether a request with `api_key` may be served in the current state."""
+        if self.state is SaslState.AUTHENTICATED and self._expires_at is None:
+            return True  # every request of a session that cannot expire: one test, no property calls
         return api_key in _BEFORE_AUTHENTICATION or self.authenticated
 
     def max_frame_bytes(self, configured: int) -> int:

@@ -171,7 +171,7 @@ async def dispatch(
     fallback reply), undecodable bytes, and requests the connection's SASL state does not allow yet.
     """
     began = perf_counter()
-    api_key, version, correlation_id = peek_request(frame)
+    peeked = api_key, version, correlation_id = peek_request(frame)
     registration = _registry.get(api_key)
     if registration is None:
         raise ProtocolError(f"unknown api_key {api_key} (v{version})")
@@ -183,11 +183,12 @@ async def dispatch(
             return api_versions_fallback(correlation_id, supported_ranges())
         raise ProtocolError(f"unsupported version {version} of api_key {api_key} (serving {registration.versions})")
     schema = api_schema(api_key, version)
-    header, offset = decode_request_header(frame, schema.request_header_version)
+    header, offset = decode_request_header(frame, schema.request_header_version, peeked)
     request = schema.decode(frame, offset)
     stats = broker.stats.requests.apis.get(api_key) or broker.stats.requests.api(api_key, registration.name)
     stats.requests += 1
-    ctx = RequestContext(broker, server, header, schema, client_host, session, security)
+    # `tuple.__new__`, not `RequestContext(...)`: the named tuple's `__new__` is Python code even in the compiled form
+    ctx = tuple.__new__(RequestContext, (broker, server, header, schema, client_host, session, security))
     if session is None or security is None:
         response = await registration.handler(ctx, request)
     elif api_key in STRICT_SINCE and security.quotas.mutations_enforced:

@@ -130,7 +130,7 @@ def read_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeade
     available = len(buf) - pos
     if available < HEADER_SIZE:
         raise CorruptRecordError(f"truncated batch header: {available} of {HEADER_SIZE} bytes at position {pos}")
-    header = BatchHeader._make(_HEADER.unpack_from(buf, pos))
+    header = tuple.__new__(BatchHeader, _HEADER.unpack_from(buf, pos))  # `_make` is a Python call, even compiled
     if header.magic != MAGIC:
         raise CorruptRecordError(f"unsupported magic {header.magic} at position {pos} (only RecordBatch v2)")
     if header.batch_length < MIN_BATCH_LENGTH:

@@ -99,10 +99,11 @@ async def _append_topic(
             return topic_data, None, [_failed(p.index, UNKNOWN_TOPIC_ID, message) for p in topic_data.partition_data]
     else:
         name = topic_data.name
-        try:
-            await ctx.broker.ensure_topic(name)
-        except KafkaLiteError as e:
-            return topic_data, None, [_failed(p.index, e.error_code, str(e)) for p in topic_data.partition_data]
+        if name not in ctx.broker.topics:  # known topics (every request but a topic's first) skip the coroutine
+            try:
+                await ctx.broker.ensure_topic(name)
+            except KafkaLiteError as e:
+                return topic_data, None, [_failed(p.index, e.error_code, str(e)) for p in topic_data.partition_data]
     return (
         topic_data,
         name,
