@@ -1,14 +1,18 @@
-"""Instructions the broker executes per one-record Produce request: a count, not a time, so a noisy machine does
-not move it.
+"""Instructions the broker executes per one-record Produce request, and per record a caught-up consumer reads: a
+count, not a time, so a noisy machine does not move it.
 
-    .venv/bin/python -m bench.request_instructions [--requests 1000] [--baseline DIR ...]
+    .venv/bin/python -m bench.request_instructions [--requests 1000] [--consume] [--baseline DIR ...]
 
 Runs `kafkalite serve` under `valgrind --tool=callgrind` twice per form: once answering only a warm-up record, once
 also answering `--requests` Produce requests of one 100 B record each, sent one at a time (produce, then flush) by
 confluent-kafka with `linger.ms=0`. The difference between the two totals, divided by the request count, is what
-one request costs, with start-up and shutdown cancelled out. Forms: this tree as built (compiled where the build
-compiled the protocol modules), this tree with `KAFKALITE_PURE_PYTHON=1`, and each `--baseline` source tree (e.g.
-`git archive <commit> | tar -x -C DIR`, which runs as Python). Needs Debian's `valgrind`.
+one request costs, with start-up and shutdown cancelled out. With `--consume`, a confluent-kafka consumer assigned
+to the partition reads each record before the next is produced, so each one costs a Produce request and the Fetch
+that carries it to the consumer, the end-to-end row's traffic (its `fetch.wait.max.ms` is 5 s, so that long polls
+ending empty are rare in either life). Forms: this tree as built (compiled where the build compiled the protocol
+modules), this tree with `KAFKALITE_PURE_PYTHON=1`, and each `--baseline` source tree (e.g. `git archive <commit> |
+tar -x -C DIR`, which runs as Python; one with its modules built in place runs compiled). Needs Debian's
+`valgrind`.
 """
 
 from __future__ import annotations
@@ -28,8 +32,9 @@ HERE = Path(__file__).resolve().parent.parent
 TOPIC = "request-instructions"
 
 
-def count_instructions(env: dict[str, str], requests: int) -> int:
-    """Callgrind's total for one broker life that answered `requests` one-record Produce requests after a warm-up."""
+def count_instructions(env: dict[str, str], requests: int, *, consume: bool = False) -> int:
+    """Callgrind's total for one broker life that answered `requests` one-record Produce requests after a warm-up
+    (with `consume`, and the Fetch requests of a consumer that reads each record before the next is sent)."""
     with tempfile.TemporaryDirectory(prefix="kl-instructions-") as scratch:
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
@@ -45,12 +50,19 @@ def count_instructions(env: dict[str, str], requests: int) -> int:
             assert broker.stdout is not None
             if "ready" not in broker.stdout.readline():
                 raise RuntimeError("kafkalite serve did not start under valgrind")
-            producer = confluent_kafka.Producer({"bootstrap.servers": f"127.0.0.1:{port}", "linger.ms": 0, "acks": 1})
+            bootstrap = f"127.0.0.1:{port}"
+            producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "acks": 1})
             producer.produce(TOPIC, b"warm-up", partition=0)
             producer.flush(60)
+            consumer = _caught_up_consumer(bootstrap) if consume else None
             for _ in range(requests):
                 producer.produce(TOPIC, bytes(100), partition=0)
                 producer.flush(60)
+                if consumer is not None:
+                    _read_one(consumer)
+            if consumer is not None:
+                consumer.close()
+            del producer  # destroyed now, before the broker stops: no reconnection attempts logged after it
         finally:
             broker.terminate()
             broker.wait(120)
@@ -60,18 +72,39 @@ def count_instructions(env: dict[str, str], requests: int) -> int:
         return int(found.group(1))
 
 
+def _caught_up_consumer(bootstrap: str) -> confluent_kafka.Consumer:
+    """A consumer of the partition that has read the warm-up record, so its next Fetch waits for the next append."""
+    consumer = confluent_kafka.Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "request-instructions", "fetch.wait.max.ms": 5000}
+    )
+    consumer.assign([confluent_kafka.TopicPartition(TOPIC, 0, 0)])
+    _read_one(consumer)
+    return consumer
+
+
+def _read_one(consumer: confluent_kafka.Consumer) -> None:
+    message = None
+    while message is None:
+        message = consumer.poll(60)
+    if message.error() is not None:
+        raise RuntimeError(f"the consumer failed: {message.error()}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=1000)
+    parser.add_argument("--consume", action="store_true", help="each record also read by a caught-up consumer")
     parser.add_argument("--baseline", type=Path, action="append", default=[], help="another source tree")
     args = parser.parse_args()
     forms = {"this tree, as built": {}, "this tree, KAFKALITE_PURE_PYTHON=1": {"KAFKALITE_PURE_PYTHON": "1"}}
     for tree in args.baseline:
         forms[tree.name] = {"PYTHONPATH": str(tree.resolve() / "src")}
-    print(f"| form | instructions per one-record Produce request ({args.requests:,} requests) |")
+    what = "record produced and consumed" if args.consume else "one-record Produce request"
+    print(f"| form | instructions per {what} ({args.requests:,} records) |")
     print("|---|---:|")
     for name, env in forms.items():
-        per_request = (count_instructions(env, args.requests) - count_instructions(env, 0)) / args.requests
+        counts = [count_instructions(env, n, consume=args.consume) for n in (args.requests, 0)]
+        per_request = (counts[0] - counts[1]) / args.requests
         print(f"| {name} | {per_request:,.0f} |", flush=True)
 
 

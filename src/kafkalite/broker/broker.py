@@ -541,17 +541,22 @@ class Broker:
         partitions, no time). A caller that reads again only after True can never spin."""
         if timeout_s <= 0 or not partitions or self._interrupted:
             return False
-        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[None] = loop.create_future()
+        # A timer that fails the waiter, rather than `asyncio.wait_for`: every caught-up consumer's Fetch waits here,
+        # and wait_for's own task machinery cost more than the rest of the wait.
+        timer = loop.call_later(timeout_s, _expire, waiter)
         self._long_polls.add(waiter)
         for partition in partitions:
             partition.add_waiter(waiter)
         try:
-            await asyncio.wait_for(waiter, timeout_s)
+            await waiter
         except TimeoutError:
             return False
         else:
             return not self._interrupted
         finally:
+            timer.cancel()
             self._long_polls.discard(waiter)
             for partition in partitions:
                 partition.remove_waiter(waiter)
@@ -780,3 +785,9 @@ def _refuse_transactional(transactional_id: str, header: BatchHeader, topic: str
     if code in (47, 90):  # Produce answers a fenced epoch with INVALID_PRODUCER_EPOCH (47), as Kafka does
         raise InvalidProducerEpochError(reason)
     raise TransactionError(reason, code)
+
+
+def _expire(waiter: asyncio.Future[None]) -> None:
+    """A long poll's time is up: its `await` raises `TimeoutError` (unless an append woke it first)."""
+    if not waiter.done():
+        waiter.set_exception(TimeoutError())

@@ -36,6 +36,7 @@ COMPILED_MODULES = (  # what setup.py compiles (it reads this tuple): every requ
     "kafkalite.protocol.messages",
     "kafkalite.protocol.produce_request",
     "kafkalite.protocol.produce_response",
+    "kafkalite.protocol.fetch_response",
     "kafkalite.protocol.records.batch",
     "kafkalite.protocol.records.codec",
     # The append path: every produced batch passes through these (the storage engines' base class and both engines,
@@ -48,12 +49,14 @@ COMPILED_MODULES = (  # what setup.py compiles (it reads this tuple): every requ
     "kafkalite.storage.partition_log",
     "kafkalite.storage.memory_log",
     "kafkalite.broker.partition",
-    # The served request path: every request's frame, dispatch, and the Produce and Fetch handlers. `kafkalite.server`
-    # imports `kafkalite.broker` (and so this package) before any of them.
+    # The served request path: every request's frame, dispatch, the Produce and Fetch handlers, and a Fetch answer's
+    # framing and sending (`zero_copy`). `kafkalite.server` imports `kafkalite.broker` (and so this package) before
+    # any of them.
     "kafkalite.server.frame_stream",
     "kafkalite.server.dispatch",
     "kafkalite.server.handlers.produce",
     "kafkalite.server.handlers.fetch",
+    "kafkalite.server.zero_copy",
 )
 PURE_ENV = "KAFKALITE_PURE_PYTHON"
 DIGESTS_FILE = "_native.sources"

@@ -32,6 +32,7 @@ from kafkalite.security.authorizer import Verdict
 from kafkalite.security.operations import RULES, item_name
 from kafkalite.security.principal import Principal
 from kafkalite.security.service import Security
+from kafkalite.server.zero_copy import FetchAnswer
 
 _SYNONYMS: Final = {
     "name": ("name", "topic"),
@@ -161,6 +162,8 @@ def _completed(
 ) -> Any:
     if type(response) is bytes:  # a body written without kio (an accepted Produce): decode it to add to it
         response = schema.decode_response_body(response)
+    elif type(response) is FetchAnswer:  # a Fetch answer not written yet: as kio's classes, to add to them
+        response = response.to_kio(schema)
     hints = _hints(type(response))
     changes: dict[str, Any] = {}
     for items, refused in verdict.items.items():

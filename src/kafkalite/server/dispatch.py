@@ -11,8 +11,9 @@ A handler gets a `RequestContext` and the decoded kio request, and returns a kio
 (or None when no response is due: Produce with acks=0). Kafka errors are fields of the response; an exception
 escaping a handler means "close this connection" and is logged by the connection loop.
 
-A Fetch answer whose records are ranges of segment files (placeholders in the kio answer, see `server.zero_copy`) is
-encoded as any other and then spliced into a `SplicedFrame`, which the connection sends with `sendfile`.
+The Fetch handler answers a `FetchAnswer` (`server.zero_copy`) rather than kio's classes: its frame is written by
+`protocol.fetch_response`, and when records are ranges of segment files it is a `SplicedFrame`, which the connection
+sends with `sendfile`.
 
 A handler whose answer must wait for the disk (Produce with acks=-1) returns `AfterDurable(awaitable)` once its state
 change is made: `dispatch` then starts a task that awaits it and encodes the response, and the connection loop writes
@@ -56,7 +57,7 @@ from kafkalite.security.service import Security
 from kafkalite.security.session import Session
 from kafkalite.server.authorization import completed, narrowed, refusal
 from kafkalite.server.mutation_quota import STRICT_SINCE, throttled, with_mutation_quota
-from kafkalite.server.zero_copy import SplicedFrame, placeholders, splice
+from kafkalite.server.zero_copy import FetchAnswer, SplicedFrame
 from kafkalite.stats import ApiStats
 
 log = logging.getLogger("kafkalite.server")
@@ -234,14 +235,10 @@ async def dispatch(
 
 
 def encode(schema: ApiSchema, correlation_id: int, response: Any) -> bytes | SplicedFrame:
-    """The response frame; a Fetch answer holding records placeholders becomes a `SplicedFrame` (`zero_copy`)."""
-    encoded = schema.encode_response(correlation_id, response)
-    if schema.api_key != ApiKey.FETCH or type(response) is bytes:
-        return encoded
-    found = placeholders(response)
-    if not found:
-        return encoded
-    return splice(encoded, found, flexible=schema.response_header_version >= 1)
+    """The response frame; a Fetch answer with records in segment files becomes a `SplicedFrame` (`zero_copy`)."""
+    if type(response) is FetchAnswer:
+        return response.frame(correlation_id, schema)
+    return schema.encode_response(correlation_id, response)
 
 
 def _when_ready(
@@ -270,9 +267,14 @@ def count_errors(response: Any, counts: dict[int, int]) -> None:
     """Add every non-zero `error_code` of a kio response (at any depth) to `counts`: Kafka's ErrorsPerSec.
 
     A pre-encoded answer (`bytes`: the Produce answer `protocol.produce_response` writes) has no error and is
-    skipped. Each class's fields are looked up once, so the walk is a few attribute reads per entity of the answer.
+    skipped; a `FetchAnswer` lists its own. Each class's fields are looked up once, so the walk is a few attribute
+    reads per entity of the answer.
     """
     if type(response) is bytes:
+        return
+    if type(response) is FetchAnswer:
+        for code in response.error_codes():
+            counts[code] = counts.get(code, 0) + 1
         return
     plan = _error_plans.get(type(response))
     if plan is None:
@@ -367,6 +369,8 @@ def _throttled(schema: ApiSchema, response: Any, throttle_ms: int) -> Any:
     """`response` with throttle_time_ms at least `throttle_ms` (answers without that field are left as they are)."""
     if not throttle_ms:
         return response
+    if type(response) is FetchAnswer:
+        return response.throttled(throttle_ms)
     if type(response) is bytes:
         response = schema.decode_response_body(response)
     return throttled(response, throttle_ms)

@@ -1,14 +1,15 @@
-"""Zero-copy Fetch answers: the framing encoded as usual, the stored batches sent from the segment file (`sendfile`).
+"""Zero-copy Fetch answers: the answer written without kio, the stored batches sent from the segment file (`sendfile`).
 
-How an answer is made (Kafka's way of serving consumers, with kio as the encoder of everything but the records):
+How an answer is made (Kafka's way of serving consumers):
   1. The Fetch handler reads each partition with `Broker.fetch_for_send`; a large read of the file engine comes back
-     as `storage.FileRecords` (a descriptor of our own, a position, a length). The handler puts a `Placeholder` in
-     the answer's `records` field instead: 16 random bytes that carry the `FileRecords`.
-  2. Dispatch encodes the answer with kio as any other (authorization and quotas see an ordinary answer) and then
-     `splice`s it: each placeholder's bytes are found in the encoded frame (in answer order, each search starting
-     after the previous one; 16 random bytes cannot occur in the framing by chance, and no client chooses them), its
-     length prefix (INT32 below v12, an unsigned varint of length + 1 from v12 on) is rewritten for the real length,
-     and the frame becomes a `SplicedFrame`: bytes and `FileRecords` in order, and a size prefix for the whole.
+     as `storage.FileRecords` (a descriptor of our own, a position, a length). The handler's answer is a
+     `FetchAnswer`: each partition's outcome as plain values, its records as `bytes` or as that `FileRecords`.
+  2. Dispatch frames it (`FetchAnswer.frame`): `protocol.fetch_response` writes the body around the records, and a
+     `FileRecords` stays a part of its own, so the frame becomes a `SplicedFrame`: bytes and `FileRecords` in
+     order, the whole frame's size prefix in front. An answer without one is plain `bytes`. Quotas set the answer's
+     throttle time before it is framed (`FetchAnswer.throttled`); the authorizer, when it adds refused topics to an
+     answer, works on kio's classes (`FetchAnswer.to_kio`, which reads the ranges into memory: rare, and bounded by
+     the request's max_bytes).
   3. The connection's writer sends it in request order (`FrameSender`): the bytes parts go through the transport;
      a `FileRecords` goes from the segment file to the socket with `os.sendfile` while the transport holds nothing
      unsent and the socket takes it; what the socket does not take at once is copied through the transport.
@@ -19,37 +20,109 @@ that a truncation `preserve`d (see `storage.file_records`). A range whose file e
 unannounced change of the file could cause) raises `OSError`, and the connection closes rather than send other
 bytes: a client retries a failed fetch, but could not detect wrong records with a valid CRC.
 
-Every `FileRecords` is closed once sent, when its frame is dropped unsent (`SplicedFrame.close`), and by its own
-finalizer as the last resort.
+Every `FileRecords` is closed once sent, when its frame is dropped unsent (`SplicedFrame.close`), when the handler
+drops an answer (`FetchAnswer.close`: a long poll reading again), and by its own finalizer as the last resort.
 """
 
 from __future__ import annotations
 
 import os
 import struct
+import uuid
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from kafkalite.protocol.wire import encode_unsigned_varint
+from kafkalite.protocol.fetch_response import FIRST_TOPIC_ID_VERSION, encode_fetch_body
+from kafkalite.protocol.messages import ApiSchema
 from kafkalite.storage import FileRecords
 
-if TYPE_CHECKING:
-    from kafkalite.server.frame_stream import FrameStream
-
-_TOKEN_BYTES = 16
 _INT32 = struct.Struct(">i")
 
+Fetched = tuple[int, int, int, int, int, list[tuple[int, int]] | None, bytes | FileRecords]
+"""One partition of a Fetch answer: (index, error code, high watermark, last stable offset, log start offset, the
+aborted transactions as (producer id, first offset) or None, records). A partition that failed has -1 offsets, no
+aborted list and empty records."""
 
-class Placeholder(bytes):
-    """The 16 random bytes standing for `records` in a kio answer until `splice` replaces them."""
 
-    records: FileRecords
+class FetchAnswer:
+    """A Fetch answer as the handler read it, framed only when it is sent: each topic as the request named it (its
+    name, or its id from v13) with its partitions, and the throttle time a quota set."""
 
-    @classmethod
-    def of(cls, records: FileRecords) -> Placeholder:
-        placeholder = cls(os.urandom(_TOKEN_BYTES))
-        placeholder.records = records
-        return placeholder
+    __slots__ = ("throttle_ms", "topics")
+
+    def __init__(self, topics: list[tuple[str | uuid.UUID | None, list[Fetched]]], throttle_ms: int = 0) -> None:
+        self.topics = topics
+        self.throttle_ms = throttle_ms
+
+    def frame(self, correlation_id: int, schema: ApiSchema) -> bytes | SplicedFrame:
+        """The response frame: `bytes`, or a `SplicedFrame` when records are to be sent from segment files."""
+        parts = encode_fetch_body(schema.version, self.topics, self.throttle_ms)  # type: ignore[arg-type]
+        header = _INT32.pack(correlation_id) + (b"\x00" if schema.response_header_version >= 1 else b"")
+        size = len(header) + sum(len(part) for part in parts)
+        first = parts[0]
+        assert isinstance(first, bytes)
+        if len(parts) == 1:
+            return _INT32.pack(size) + header + first
+        parts[0] = _INT32.pack(size) + header + first
+        return SplicedFrame(parts, _INT32.size + size)  # type: ignore[arg-type]  # the parts are bytes and FileRecords
+
+    def throttled(self, throttle_ms: int) -> FetchAnswer:
+        """This answer with throttle_time_ms at least `throttle_ms`."""
+        return FetchAnswer(self.topics, max(self.throttle_ms, throttle_ms))
+
+    def error_codes(self) -> Iterator[int]:
+        """The partitions' non-zero error codes (Kafka's ErrorsPerSec counts them)."""
+        return (p[1] for _, partitions in self.topics for p in partitions if p[1])
+
+    def files(self) -> Iterator[FileRecords]:
+        return (p[6] for _, partitions in self.topics for p in partitions if isinstance(p[6], FileRecords))
+
+    def close(self) -> None:
+        """Release the ranges of an answer that will not be sent."""
+        for records in self.files():
+            records.close()
+
+    def to_kio(self, schema: ApiSchema) -> Any:
+        """The kio FetchResponse of this answer, each range read into memory and released."""
+        build = schema.build
+        by_id = schema.version >= FIRST_TOPIC_ID_VERSION
+        answer = build(
+            "FetchResponse",
+            throttle_time=self.throttle_ms,
+            error_code=0,
+            session_id=0,
+            responses=[
+                build(
+                    "FetchableTopicResponse",
+                    topic=None if by_id else topic,
+                    topic_id=topic if by_id else None,
+                    partitions=[
+                        build(
+                            "PartitionData",
+                            partition_index=index,
+                            error_code=code,
+                            high_watermark=high_watermark,
+                            last_stable_offset=last_stable,
+                            log_start_offset=log_start,
+                            aborted_transactions=None
+                            if aborted is None
+                            else [build("AbortedTransaction", producer_id=p, first_offset=f) for p, f in aborted],
+                            preferred_read_replica=-1,
+                            records=records if type(records) is bytes else _read(records),
+                        )
+                        for index, code, high_watermark, last_stable, log_start, aborted, records in partitions
+                    ],
+                )
+                for topic, partitions in self.topics
+            ],
+        )
+        self.close()
+        return answer
+
+
+def _read(records: bytes | FileRecords) -> bytes:
+    assert isinstance(records, FileRecords)
+    return records.unsent_bytes()
 
 
 class SplicedFrame:
@@ -72,45 +145,18 @@ class SplicedFrame:
             records.close()
 
 
-def placeholders(response: Any) -> list[Placeholder]:
-    """The placeholders of a kio FetchResponse, in the order kio encodes them."""
-    return [
-        partition.records
-        for topic in response.responses
-        for partition in topic.partitions
-        if type(partition.records) is Placeholder
-    ]
+class Writer(Protocol):
+    """What `FrameSender` needs of a connection (`server.frame_stream.FrameStream`): a protocol, not that class, so the
+    compiled form of this module checks no class at run time and tests can pass a writer of their own."""
 
+    @property
+    def transport(self) -> Any: ...
 
-def close_placeholders(response: Any) -> None:
-    """Release the ranges of an answer that will not be sent (a long poll reads again)."""
-    for placeholder in placeholders(response):
-        placeholder.records.close()
+    def write(self, data: bytes) -> None: ...
 
+    async def drain(self) -> None: ...
 
-def splice(frame: bytes, found: list[Placeholder], *, flexible: bool) -> SplicedFrame:
-    """`frame` (size prefix included) with each placeholder's bytes and length prefix replaced by its records."""
-    parts: list[bytes | FileRecords] = []
-    position = _INT32.size
-    size = len(frame)
-    for placeholder in found:
-        at = frame.find(placeholder, position)
-        if at < 0:
-            raise ValueError("a records placeholder is missing from the encoded Fetch answer")
-        records = placeholder.records
-        if flexible:  # COMPACT_RECORDS: unsigned varint of length + 1 (17 for the placeholder: one byte)
-            prefix_at, prefix = at - 1, encode_unsigned_varint(len(records) + 1)
-        else:  # RECORDS: INT32 length
-            prefix_at, prefix = at - _INT32.size, _INT32.pack(len(records))
-        parts.append(frame[position:prefix_at] + prefix)
-        parts.append(records)
-        size += len(prefix) - (at - prefix_at) + len(records) - _TOKEN_BYTES
-        position = at + _TOKEN_BYTES
-    parts.append(frame[position:])
-    first = parts[0]
-    assert isinstance(first, bytes)
-    parts[0] = _INT32.pack(size - _INT32.size) + first
-    return SplicedFrame(parts, size)
+    def get_extra_info(self, name: str, default: Any = None) -> Any: ...
 
 
 class FrameSender:
@@ -125,7 +171,7 @@ class FrameSender:
 
     __slots__ = ("_socket_fd", "_writer")
 
-    def __init__(self, writer: FrameStream, *, sendfile: bool) -> None:
+    def __init__(self, writer: Writer, *, sendfile: bool) -> None:
         self._writer = writer
         sock = writer.get_extra_info("socket") if sendfile else None
         self._socket_fd: int | None = None if sock is None else sock.fileno()

@@ -25,54 +25,45 @@ hold offsets, and clients skip them.
 from __future__ import annotations
 
 import time
+import uuid
 from typing import Any
 
 from kafkalite.broker import Partition
 from kafkalite.errors import KafkaLiteError
+from kafkalite.protocol.fetch_response import FIRST_TOPIC_ID_VERSION
 from kafkalite.protocol.wire import ApiKey
 from kafkalite.server.dispatch import RequestContext, handles
 from kafkalite.server.handlers._common import UNKNOWN_TOPIC_ID, error_code, topic_name_by_id
-from kafkalite.server.zero_copy import Placeholder, close_placeholders
+from kafkalite.server.zero_copy import FetchAnswer, Fetched
 from kafkalite.storage import FileRecords
 
 READ_COMMITTED = 1
 
 
-def _topic_name(ctx: RequestContext, topic: Any) -> str | None:
-    """The requested topic's name (v13+ requests name it by id); None when the id is unknown."""
-    return topic_name_by_id(ctx.broker, topic.topic_id) if hasattr(topic, "topic_id") else str(topic.topic)
+def _topic_names(ctx: RequestContext, req: Any) -> list[str | None]:
+    """Each requested topic's name (v13+ requests name it by id), in request order; None for an id unknown here."""
+    if ctx.schema.version >= FIRST_TOPIC_ID_VERSION:
+        return [topic_name_by_id(ctx.broker, topic.topic_id) for topic in req.topics]
+    return [str(topic.topic) for topic in req.topics]
 
 
-def _partition_data(
-    ctx: RequestContext, index: int, code: int, records: bytes = b"", *offsets: int, aborted: list[Any] | None = None
-) -> Any:
-    high_watermark, last_stable_offset, log_start_offset = offsets or (-1, -1, -1)
-    return ctx.build(
-        "PartitionData",
-        partition_index=index,
-        error_code=code,
-        high_watermark=high_watermark,
-        last_stable_offset=last_stable_offset,
-        log_start_offset=log_start_offset,
-        aborted_transactions=aborted,
-        preferred_read_replica=-1,
-        records=records,
-    )
+def _failed(index: int, code: int) -> Fetched:
+    return index, code, -1, -1, -1, None, b""
 
 
-def _read_all(ctx: RequestContext, req: Any) -> tuple[list[Any], int, bool]:
-    """One pass over every requested partition: (topic responses, record bytes read, whether any partition failed)."""
+def _read_all(ctx: RequestContext, req: Any, names: list[str | None]) -> tuple[FetchAnswer, int, bool]:
+    """One pass over every requested partition: (the answer, record bytes read, whether any partition failed)."""
     budget = req.max_bytes
     read_committed = req.isolation_level == READ_COMMITTED
+    by_id = ctx.schema.version >= FIRST_TOPIC_ID_VERSION
     total = 0
     failed = False
-    responses = []
-    for topic in req.topics:
-        name = _topic_name(ctx, topic)
-        partitions = []
+    topics: list[tuple[str | uuid.UUID | None, list[Fetched]]] = []
+    for topic, name in zip(req.topics, names, strict=True):
+        partitions: list[Fetched] = []
         for p in topic.partitions:
             if name is None:
-                partitions.append(_partition_data(ctx, p.partition, UNKNOWN_TOPIC_ID))
+                partitions.append(_failed(p.partition, UNKNOWN_TOPIC_ID))
                 failed = True
                 continue
             limit = min(p.partition_max_bytes, budget)  # a read returns its first batch whole, even past limit
@@ -81,41 +72,37 @@ def _read_all(ctx: RequestContext, req: Any) -> tuple[list[Any], int, bool]:
                     name, p.partition, p.fetch_offset, max(limit, 0), read_committed=read_committed
                 )
             except KafkaLiteError as e:
-                partitions.append(_partition_data(ctx, p.partition, error_code(e)))
+                partitions.append(_failed(p.partition, error_code(e)))
                 failed = True
                 continue
-            read = data.records
-            if total == 0 or len(read) <= budget:
-                records = Placeholder.of(read) if isinstance(read, FileRecords) else read
-            else:
+            records = data.records
+            if total != 0 and len(records) > budget:
+                if isinstance(records, FileRecords):
+                    records.close()  # a range of a segment file the answer has no room for
                 records = b""
-                if isinstance(read, FileRecords):
-                    read.close()
             budget -= len(records)
             total += len(records)
-            offsets = (data.high_watermark, data.last_stable_offset, data.log_start_offset)
             aborted = None
             if data.aborted_transactions is not None:
-                aborted = [
-                    ctx.build("AbortedTransaction", producer_id=entry.producer_id, first_offset=entry.first_offset)
-                    for entry in data.aborted_transactions
-                ]
-            partitions.append(_partition_data(ctx, p.partition, 0, records, *offsets, aborted=aborted))
-        responses.append(
-            ctx.build(
-                "FetchableTopicResponse",
-                topic=getattr(topic, "topic", None),
-                topic_id=getattr(topic, "topic_id", None),
-                partitions=partitions,
+                aborted = [(entry.producer_id, entry.first_offset) for entry in data.aborted_transactions]
+            partitions.append(
+                (
+                    p.partition,
+                    0,
+                    data.high_watermark,
+                    data.last_stable_offset,
+                    data.log_start_offset,
+                    aborted,
+                    records,
+                )
             )
-        )
-    return responses, total, failed
+        topics.append((topic.topic_id if by_id else topic.topic, partitions))
+    return FetchAnswer(topics), total, failed
 
 
-def _watched_partitions(ctx: RequestContext, req: Any) -> list[Partition]:
+def _watched_partitions(ctx: RequestContext, req: Any, names: list[str | None]) -> list[Partition]:
     watched = []
-    for topic in req.topics:
-        name = _topic_name(ctx, topic)
+    for topic, name in zip(req.topics, names, strict=True):
         for p in topic.partitions:
             if name is not None and name in ctx.broker.topics:
                 watched.append(ctx.broker.partition(name, p.partition))
@@ -123,17 +110,17 @@ def _watched_partitions(ctx: RequestContext, req: Any) -> list[Partition]:
 
 
 @handles(ApiKey.FETCH, versions=range(4, 19))
-async def fetch(ctx: RequestContext, req: Any) -> Any:
+async def fetch(ctx: RequestContext, req: Any) -> FetchAnswer:
     deadline = time.monotonic() + req.max_wait.total_seconds()
+    names = _topic_names(ctx, req)  # once: a long poll reads again by the same names
     while True:
-        responses, size, failed = _read_all(ctx, req)
-        answer = ctx.build("FetchResponse", throttle_time=0, error_code=0, session_id=0, responses=responses)
+        answer, size, failed = _read_all(ctx, req, names)
         remaining = deadline - time.monotonic()
         if failed or size >= req.min_bytes or remaining <= 0:
             return answer
-        close_placeholders(answer)  # read again or answered empty-handed below: these ranges are not sent
+        answer.close()  # read again or answered empty-handed below: these ranges are not sent
         # Read again only after an append: no partitions to watch, the deadline or a shutdown end the long poll
         # with the read just made (as Kafka answers a Fetch of no partitions at once), so no request can spin.
-        if not await ctx.broker.wait_for_appends(_watched_partitions(ctx, req), remaining):
+        if not await ctx.broker.wait_for_appends(_watched_partitions(ctx, req, names), remaining):
             break
-    return ctx.build("FetchResponse", throttle_time=0, error_code=0, session_id=0, responses=_read_all(ctx, req)[0])
+    return _read_all(ctx, req, names)[0]
