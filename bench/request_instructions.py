@@ -75,7 +75,12 @@ def count_instructions(env: dict[str, str], requests: int, *, consume: bool = Fa
 def _caught_up_consumer(bootstrap: str) -> confluent_kafka.Consumer:
     """A consumer of the partition that has read the warm-up record, so its next Fetch waits for the next append."""
     consumer = confluent_kafka.Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "request-instructions", "fetch.wait.max.ms": 5000}
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "request-instructions",
+            "fetch.wait.max.ms": 5000,
+            "enable.auto.commit": False,  # commits every 5 s would add requests in proportion to the run's length
+        }
     )
     consumer.assign([confluent_kafka.TopicPartition(TOPIC, 0, 0)])
     _read_one(consumer)
@@ -83,9 +88,9 @@ def _caught_up_consumer(bootstrap: str) -> confluent_kafka.Consumer:
 
 
 def _read_one(consumer: confluent_kafka.Consumer) -> None:
-    message = None
-    while message is None:
-        message = consumer.poll(60)
+    message = consumer.poll(120)  # a record takes a few milliseconds under valgrind; none in two minutes is a failure
+    if message is None:
+        raise RuntimeError("the consumer read nothing in 120 s")
     if message.error() is not None:
         raise RuntimeError(f"the consumer failed: {message.error()}")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sized
 from typing import Any
 
 import pytest
@@ -10,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode
 
-from kafkalite.protocol.fetch_response import FetchedPartition, Sized, encode_fetch_body
+from kafkalite.protocol.fetch_response import FetchedPartition, encode_fetch_body
 from kafkalite.protocol.messages import ApiSchema, api_schema
 from kafkalite.protocol.wire import ApiKey
 
@@ -120,3 +121,9 @@ def test_a_topic_named_the_wrong_way_for_the_version_is_refused() -> None:
         encode_fetch_body(13, [("orders", [])])
     with pytest.raises(ValueError, match="by its name"):
         encode_fetch_body(12, [(uuid.uuid4(), [])])
+
+
+def test_other_buffers_are_copied_in_like_bytes() -> None:
+    as_bytes = encode_fetch_body(12, [("orders", [(0, 0, 1, 1, 0, None, b"records")])])
+    for buffer in (bytearray(b"records"), memoryview(b"xrecords")[1:]):
+        assert encode_fetch_body(12, [("orders", [(0, 0, 1, 1, 0, None, buffer)])]) == as_bytes

@@ -88,7 +88,7 @@ class Broker:
         self._retention_task: asyncio.Task[None] | None = None
         self._producer_expiration_task: asyncio.Task[None] | None = None
         self.cleaner: LogCleaner | None = None
-        self._long_polls: set[asyncio.Future[None]] = set()
+        self._long_polls: set[asyncio.Future[bool]] = set()
         self._interrupted = False
         self._admin_lock = asyncio.Lock()  # topic create/delete/grow/alter: one at a time, each all or nothing
         self.stats = BrokerStats()  # counters read by `/metrics`; the wire server bumps its request counters here
@@ -542,19 +542,15 @@ class Broker:
         if timeout_s <= 0 or not partitions or self._interrupted:
             return False
         loop = asyncio.get_running_loop()
-        waiter: asyncio.Future[None] = loop.create_future()
-        # A timer that fails the waiter, rather than `asyncio.wait_for`: every caught-up consumer's Fetch waits here,
-        # and wait_for's own task machinery cost more than the rest of the wait.
-        timer = loop.call_later(timeout_s, _expire, waiter)
+        waiter: asyncio.Future[bool] = loop.create_future()  # True: an append (or shutdown); False: time is up
+        # A loop timer rather than `asyncio.wait_for`: every caught-up consumer's Fetch waits here, and wait_for's
+        # extra future, callbacks and cancellation round cost more than the rest of the wait.
+        timer = loop.call_later(timeout_s, _time_up, waiter)
         self._long_polls.add(waiter)
         for partition in partitions:
             partition.add_waiter(waiter)
         try:
-            await waiter
-        except TimeoutError:
-            return False
-        else:
-            return not self._interrupted
+            return await waiter and not self._interrupted
         finally:
             timer.cancel()
             self._long_polls.discard(waiter)
@@ -567,7 +563,7 @@ class Broker:
         self._interrupted = True
         for waiter in self._long_polls:
             if not waiter.done():
-                waiter.set_result(None)
+                waiter.set_result(True)
         if self._groups is not None:
             self._groups.close()
 
@@ -787,7 +783,7 @@ def _refuse_transactional(transactional_id: str, header: BatchHeader, topic: str
     raise TransactionError(reason, code)
 
 
-def _expire(waiter: asyncio.Future[None]) -> None:
-    """A long poll's time is up: its `await` raises `TimeoutError` (unless an append woke it first)."""
+def _time_up(waiter: asyncio.Future[bool]) -> None:
+    """A long poll's time is up (unless an append woke it first)."""
     if not waiter.done():
-        waiter.set_exception(TimeoutError())
+        waiter.set_result(False)

@@ -71,6 +71,14 @@ class ProduceResult(NamedTuple):
     log_start_offset: int
 
 
+def _produce_result(
+    base_offset: int, last_offset: int, log_append_time_ms: int, log_start_offset: int
+) -> ProduceResult:
+    """`ProduceResult(...)` without a call to the named tuple's `__new__`, which is Python code even in the compiled
+    form of this module (about a thousand instructions an append)."""
+    return tuple.__new__(ProduceResult, (base_offset, last_offset, log_append_time_ms, log_start_offset))
+
+
 class _AppendLimits(NamedTuple):
     """The topic configs every append checks, read from `TopicConfig` once per change of it (`generation`)."""
 
@@ -117,7 +125,7 @@ class Partition:
         self.producers = ProducerStateTable()
         self.transactions = OpenTransactions()
         self._producer_id_limit = producer_id_limit
-        self._waiters: set[asyncio.Future[None]] = set()
+        self._waiters: set[asyncio.Future[bool]] = set()  # Fetch long polls: set to True by the next append
         self._max_timestamp = -1
         # `/metrics` counters (kafka.server:type=BrokerTopicMetrics), bumped once per produce and per fetch read
         self.bytes_in = 0
@@ -146,6 +154,16 @@ class Partition:
 
     async def append(self, records: bytes | bytearray | memoryview, txn_check: TxnCheck | None = None) -> ProduceResult:
         """Validate and append the batches in `records`; raise a `KafkaLiteError` and change nothing on refusal."""
+        # Checking and writing never await, so no other task runs between them. The partition's lock is waited for
+        # first only while another holder has it; every holder's section is as synchronous as this one, so an append
+        # never finds it taken, and skips the four interpreted calls an uncontended `async with` costs.
+        if self.lock.locked():
+            async with self.lock:
+                return self._append(records, txn_check)
+        return self._append(records, txn_check)
+
+    def _append(self, records: bytes | bytearray | memoryview, txn_check: TxnCheck | None) -> ProduceResult:
+        """`append`'s checks and writes, in one synchronous step."""
         batches = read_batches(records)
         if not batches:
             raise CorruptRecordError("produce carried no record batch")
@@ -179,19 +197,11 @@ class Partition:
             assert duplicate_of is not None
             logger.debug("duplicate batch for %s-%d acknowledged at offset %d", self.topic, self.index, duplicate_of)
             return ProduceResult(duplicate_of, duplicate_of, append_time, self.log.log_start_offset)
-        # The writes never await, so no other task runs between them. The lock is waited for only while another
-        # holder has it, which cannot happen while every holder's section is as synchronous as this one: an
-        # uncontended `async with` would cost four interpreted calls of asyncio.Lock for every request.
-        if self.lock.locked():
-            async with self.lock:
-                first_offset, last_offset = self._write(records, to_append, append_time)
-        else:
-            first_offset, last_offset = self._write(records, to_append, append_time)
+        first_offset, last_offset = self._write(records, to_append, append_time)
         self.bytes_in += len(records)
         self._wake_readers()
         logger.debug("appended offsets %d..%d to %s-%d", first_offset, last_offset, self.topic, self.index)
-        # `tuple.__new__`: the named tuple's own `__new__` is Python code even in the compiled form of this module
-        return tuple.__new__(ProduceResult, (first_offset, last_offset, append_time, self.log.log_start_offset))
+        return _produce_result(first_offset, last_offset, append_time, self.log.log_start_offset)
 
     def _write(
         self, records: bytes | bytearray | memoryview, to_append: list[tuple[int, BatchHeader]], append_time: int
@@ -360,16 +370,16 @@ class Partition:
             return -1, -1
         return self.log.offset_for_timestamp(self._max_timestamp) or (-1, -1)
 
-    def add_waiter(self, waiter: asyncio.Future[None]) -> None:
+    def add_waiter(self, waiter: asyncio.Future[bool]) -> None:
         self._waiters.add(waiter)
 
-    def remove_waiter(self, waiter: asyncio.Future[None]) -> None:
+    def remove_waiter(self, waiter: asyncio.Future[bool]) -> None:
         self._waiters.discard(waiter)
 
     def _wake_readers(self) -> None:
         for waiter in self._waiters:
             if not waiter.done():
-                waiter.set_result(None)
+                waiter.set_result(True)
         self._waiters.clear()
 
     def _rebuild_producer_state(self) -> None:

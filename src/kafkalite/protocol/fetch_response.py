@@ -3,9 +3,10 @@ them.
 
 A consumer that keeps up gets one Fetch answer for nearly every produced request: one topic, one partition, a batch
 or two of records. Building that answer as kio's classes (eight fields converted to kio's typed integers, three frozen
-dataclasses) and writing it with kio's writers, which are pure Python, cost about 260,000 instructions, twice what
-the broker spends appending the records it carries (`python -m bench.request_instructions --fetch`). This module writes
-the same bytes with a few `struct.pack` calls per partition.
+dataclasses) and writing it with kio's writers, which are pure Python, cost about 291,000 instructions (154,000
+building, 137,000 writing), twice what the broker spends on the Produce request that carried the records (`python -m
+bench.request_instructions --consume`, and docs/benchmarks.md). This module writes the same bytes with a few
+`struct.pack` calls per partition.
 
 It writes every answer the broker gives (versions 4-18, the ones served), errors included:
 
@@ -22,9 +23,9 @@ It writes every answer the broker gives (versions 4-18, the ones served), errors
   v11 the preferred read replica (int32, -1: read from this broker), then the records (a length, int32 below v12,
   an unsigned varint of length + 1 from v12, and the bytes).
 
-A partition's records are either `bytes`, copied into the answer, or any other sized object (a range of a segment
-file, to be sent with `sendfile`): the answer is then returned in parts, the object standing for its own bytes
-between the encoded pieces around it (`server.zero_copy`).
+A partition's records are either a buffer (`bytes`, `bytearray`, `memoryview`), copied into the answer, or any other
+sized object (a range of a segment file, to be sent with `sendfile`): the answer is then returned in parts, the object
+standing for its own bytes between the encoded pieces around it (`server.zero_copy`).
 
 tests/protocol/test_fetch_response.py holds it byte-equal to kio for every version and for any shape.
 """
@@ -33,14 +34,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from typing import Final, Protocol
+from collections.abc import Sequence, Sized
+from typing import Final
 
 from kafkalite.protocol.wire import encode_unsigned_varint
-
-
-class Sized(Protocol):
-    def __len__(self) -> int: ...
-
 
 FIRST_LOG_START_VERSION: Final = 5
 FIRST_SESSION_VERSION: Final = 7  # the top-level error code and the fetch session id
@@ -48,7 +45,7 @@ FIRST_PREFERRED_REPLICA_VERSION: Final = 11
 FIRST_FLEXIBLE_VERSION: Final = 12
 FIRST_TOPIC_ID_VERSION: Final = 13
 
-FetchedPartition = tuple[int, int, int, int, int, list[tuple[int, int]] | None, bytes | Sized]
+FetchedPartition = tuple[int, int, int, int, int, Sequence[tuple[int, int]] | None, bytes | Sized]
 """One partition of the answer: (index, error code, high watermark, last stable offset, log start offset, aborted
 transactions as (producer id, first offset), or None for a null array, records)."""
 
@@ -57,7 +54,7 @@ _NAME_LENGTH = struct.Struct(">h")
 _PARTITION = struct.Struct(">ihqq")  # index, error code, high watermark, last stable offset
 _PARTITION_WITH_START = struct.Struct(">ihqqq")  # ... and log start offset (v5+)
 _ABORTED = struct.Struct(">qq")  # producer id, first offset
-_NO_SESSION: Final = b"\x00\x00\x00\x00\x00\x00"  # v7+: error code 0 (int16), session id 0 (int32)
+_NO_ERROR_NO_SESSION: Final = b"\x00\x00\x00\x00\x00\x00"  # v7+: error code 0 (int16), session id 0 (int32)
 _NULL_ARRAY_LEGACY: Final = b"\xff\xff\xff\xff"  # int32 -1
 _NULL_ARRAY_FLEXIBLE: Final = b"\x00"  # unsigned varint 0
 _NO_PREFERRED_REPLICA: Final = b"\xff\xff\xff\xff"  # int32 -1
@@ -66,18 +63,19 @@ _NULL_ID: Final = bytes(16)
 
 
 def encode_fetch_body(
-    version: int, topics: list[tuple[str | uuid.UUID | None, list[FetchedPartition]]], throttle_ms: int = 0
+    version: int, topics: Sequence[tuple[str | uuid.UUID | None, Sequence[FetchedPartition]]], throttle_ms: int = 0
 ) -> list[bytes | Sized]:
     """The Fetch response body at `version` for `topics`, each as (its name, or its id from v13, as the request gave
     it, its partitions in request order), in parts: `bytes`, and each partition's records that are not `bytes`, in
-    the order they are sent. An answer whose records are all `bytes` is one part."""
+    the order they are sent. An answer whose records are all `bytes` (or any other buffer: copied in too) is one
+    part."""
     flexible = version >= FIRST_FLEXIBLE_VERSION
     with_start = version >= FIRST_LOG_START_VERSION
     with_replica = version >= FIRST_PREFERRED_REPLICA_VERSION
     parts: list[bytes | Sized] = []
-    pieces: list[bytes] = [_INT32.pack(throttle_ms)]  # encoded bytes since the last part
+    pieces: list[bytes | bytearray | memoryview] = [_INT32.pack(throttle_ms)]  # encoded since the last part
     if version >= FIRST_SESSION_VERSION:
-        pieces.append(_NO_SESSION)
+        pieces.append(_NO_ERROR_NO_SESSION)
     pieces.append(_count(len(topics), flexible))
     for topic, partitions in topics:
         pieces.append(_topic_key(topic, version, flexible))
@@ -99,7 +97,7 @@ def encode_fetch_body(
                 pieces.append(_NO_PREFERRED_REPLICA)
             size = len(records)
             pieces.append(encode_unsigned_varint(size + 1) if flexible else _INT32.pack(size))
-            if isinstance(records, bytes):
+            if isinstance(records, bytes | bytearray | memoryview):
                 pieces.append(records)
             else:
                 parts.append(b"".join(pieces))

@@ -322,10 +322,10 @@ class RequestHeader(NamedTuple):
     client_id: str | None = None
 
 
-def _new_header(fields: tuple[int, int, int, str | None]) -> RequestHeader:
-    """`RequestHeader(*fields)` without the call to the named tuple's `__new__`, which is Python code even where
-    this module is compiled (a thousand instructions a request)."""
-    return tuple.__new__(RequestHeader, fields)
+def _new_header(api_key: int, api_version: int, correlation_id: int, client_id: str | None) -> RequestHeader:
+    """`RequestHeader(...)` without a call to the named tuple's `__new__`, which is Python code even where this module
+    is compiled (about a thousand instructions a request)."""
+    return tuple.__new__(RequestHeader, (api_key, api_version, correlation_id, client_id))
 
 
 def peek_request(frame: bytes | memoryview) -> tuple[int, int, int]:
@@ -354,7 +354,7 @@ def decode_request_header(
     api_key, api_version, correlation_id = peek_request(frame) if peeked is None else peeked
     offset = _API_SIZE
     if header_version == 0:
-        return _new_header((api_key, api_version, correlation_id, None)), offset
+        return _new_header(api_key, api_version, correlation_id, None), offset
     try:
         client_id, size = read_nullable_legacy_string(frame, offset)
         offset += size
@@ -362,7 +362,7 @@ def decode_request_header(
             offset = _skip_tagged_fields(frame, offset)
     except (SerialError, ValueError) as e:  # kio: ValueError for a varint longer than 5 bytes
         raise ProtocolError(f"undecodable request header v{header_version}: {e}") from e
-    return _new_header((api_key, api_version, correlation_id, client_id)), offset
+    return _new_header(api_key, api_version, correlation_id, client_id), offset
 
 
 def encode_unsigned_varint(value: int) -> bytes:

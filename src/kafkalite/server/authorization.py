@@ -27,12 +27,13 @@ import uuid
 from collections.abc import Callable
 from typing import Any, Final
 
+from kafkalite.protocol.fetch_response import FIRST_TOPIC_ID_VERSION
 from kafkalite.protocol.messages import ApiSchema, build
 from kafkalite.security.authorizer import Verdict
 from kafkalite.security.operations import RULES, item_name
 from kafkalite.security.principal import Principal
 from kafkalite.security.service import Security
-from kafkalite.server.zero_copy import FetchAnswer
+from kafkalite.server.zero_copy import FetchAnswer, Fetched, failed_partition
 
 _SYNONYMS: Final = {
     "name": ("name", "topic"),
@@ -162,8 +163,8 @@ def _completed(
 ) -> Any:
     if type(response) is bytes:  # a body written without kio (an accepted Produce): decode it to add to it
         response = schema.decode_response_body(response)
-    elif type(response) is FetchAnswer:  # a Fetch answer not written yet: as kio's classes, to add to them
-        response = response.to_kio(schema)
+    elif type(response) is FetchAnswer:  # a Fetch answer not written yet: its refused topics added as plain values
+        return _completed_fetch(schema, response, request, verdict, topic_names)
     hints = _hints(type(response))
     changes: dict[str, Any] = {}
     for items, refused in verdict.items.items():
@@ -178,6 +179,21 @@ def _completed(
         if entries is not None:
             changes[listing] = tuple(e for e in entries if visible(listing, item_name(e, topic_names)))
     return dataclasses.replace(response, **changes) if changes else response
+
+
+def _completed_fetch(
+    schema: ApiSchema, answer: FetchAnswer, request: Any, verdict: Verdict, topic_names: Callable[[Any], str | None]
+) -> FetchAnswer:
+    """A Fetch answer with each refused topic added, every partition of it failed with the refusal's code (Fetch
+    hides nothing: its only rule refuses topics one by one)."""
+    by_id = schema.version >= FIRST_TOPIC_ID_VERSION
+    added: list[tuple[str | uuid.UUID | None, list[Fetched]]] = []
+    for items, refused in verdict.items.items():
+        for entry in getattr(request, items.field, None) or ():
+            if (name := item_name(entry, topic_names)) in refused:
+                failed = [failed_partition(p.partition, refused[name]) for p in entry.partitions]
+                added.append((entry.topic_id if by_id else entry.topic, failed))
+    return answer.with_topics(added)
 
 
 def narrowed(request: Any, verdict: Verdict, topic_names: Callable[[Any], str | None]) -> Any:

@@ -7,9 +7,8 @@ How an answer is made (Kafka's way of serving consumers):
   2. Dispatch frames it (`FetchAnswer.frame`): `protocol.fetch_response` writes the body around the records, and a
      `FileRecords` stays a part of its own, so the frame becomes a `SplicedFrame`: bytes and `FileRecords` in
      order, the whole frame's size prefix in front. An answer without one is plain `bytes`. Quotas set the answer's
-     throttle time before it is framed (`FetchAnswer.throttled`); the authorizer, when it adds refused topics to an
-     answer, works on kio's classes (`FetchAnswer.to_kio`, which reads the ranges into memory: rare, and bounded by
-     the request's max_bytes).
+     throttle time before it is framed (`FetchAnswer.throttled`), and the authorizer adds the topics it refused as
+     failed partitions (`FetchAnswer.with_topics`), so those answers are sent from the files too.
   3. The connection's writer sends it in request order (`FrameSender`): the bytes parts go through the transport;
      a `FileRecords` goes from the segment file to the socket with `os.sendfile` while the transport holds nothing
      unsent and the socket takes it; what the socket does not take at once is copied through the transport.
@@ -32,7 +31,7 @@ import uuid
 from collections.abc import Iterator
 from typing import Any, Protocol
 
-from kafkalite.protocol.fetch_response import FIRST_TOPIC_ID_VERSION, encode_fetch_body
+from kafkalite.protocol.fetch_response import encode_fetch_body
 from kafkalite.protocol.messages import ApiSchema
 from kafkalite.storage import FileRecords
 
@@ -56,7 +55,7 @@ class FetchAnswer:
 
     def frame(self, correlation_id: int, schema: ApiSchema) -> bytes | SplicedFrame:
         """The response frame: `bytes`, or a `SplicedFrame` when records are to be sent from segment files."""
-        parts = encode_fetch_body(schema.version, self.topics, self.throttle_ms)  # type: ignore[arg-type]
+        parts = encode_fetch_body(schema.version, self.topics, self.throttle_ms)
         header = _INT32.pack(correlation_id) + (b"\x00" if schema.response_header_version >= 1 else b"")
         size = len(header) + sum(len(part) for part in parts)
         first = parts[0]
@@ -75,6 +74,7 @@ class FetchAnswer:
         return (p[1] for _, partitions in self.topics for p in partitions if p[1])
 
     def files(self) -> Iterator[FileRecords]:
+        """The ranges of segment files this answer holds."""
         return (p[6] for _, partitions in self.topics for p in partitions if isinstance(p[6], FileRecords))
 
     def close(self) -> None:
@@ -82,47 +82,14 @@ class FetchAnswer:
         for records in self.files():
             records.close()
 
-    def to_kio(self, schema: ApiSchema) -> Any:
-        """The kio FetchResponse of this answer, each range read into memory and released."""
-        build = schema.build
-        by_id = schema.version >= FIRST_TOPIC_ID_VERSION
-        answer = build(
-            "FetchResponse",
-            throttle_time=self.throttle_ms,
-            error_code=0,
-            session_id=0,
-            responses=[
-                build(
-                    "FetchableTopicResponse",
-                    topic=None if by_id else topic,
-                    topic_id=topic if by_id else None,
-                    partitions=[
-                        build(
-                            "PartitionData",
-                            partition_index=index,
-                            error_code=code,
-                            high_watermark=high_watermark,
-                            last_stable_offset=last_stable,
-                            log_start_offset=log_start,
-                            aborted_transactions=None
-                            if aborted is None
-                            else [build("AbortedTransaction", producer_id=p, first_offset=f) for p, f in aborted],
-                            preferred_read_replica=-1,
-                            records=records if type(records) is bytes else _read(records),
-                        )
-                        for index, code, high_watermark, last_stable, log_start, aborted, records in partitions
-                    ],
-                )
-                for topic, partitions in self.topics
-            ],
-        )
-        self.close()
-        return answer
+    def with_topics(self, added: list[tuple[str | uuid.UUID | None, list[Fetched]]]) -> FetchAnswer:
+        """This answer with `added` after its own topics (the authorizer's refusals)."""
+        return FetchAnswer(self.topics + added, self.throttle_ms)
 
 
-def _read(records: bytes | FileRecords) -> bytes:
-    assert isinstance(records, FileRecords)
-    return records.unsent_bytes()
+def failed_partition(index: int, code: int) -> Fetched:
+    """A partition answered with an error, as Kafka answers one: no offsets, no aborted list, empty records."""
+    return index, code, -1, -1, -1, None, b""
 
 
 class SplicedFrame:
@@ -183,6 +150,8 @@ class FrameSender:
                     self._writer.write(part)
                 elif isinstance(part, FileRecords):
                     self._send_records(part)
+                else:  # a part of no known kind: sending the rest would put the stream out of step
+                    raise TypeError(f"a response frame part must be bytes or FileRecords, not {type(part).__name__}")
             await self._writer.drain()
         finally:
             frame.close()

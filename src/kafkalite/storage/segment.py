@@ -43,7 +43,15 @@ from pathlib import Path
 from typing import Literal, NamedTuple, overload
 
 from kafkalite.errors import StorageError
-from kafkalite.protocol.records import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, iter_records, rebased, valid_prefix
+from kafkalite.protocol.records import (
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    BatchHeader,
+    iter_records,
+    rebased,
+    unpack_header,
+    valid_prefix,
+)
 from kafkalite.storage.file_ops import FileOps
 from kafkalite.storage.file_records import ZERO_COPY_MIN_BYTES, FileRecords, HandedOut, copy_prefix_aside
 from kafkalite.storage.offset_index import OffsetIndex
@@ -56,9 +64,6 @@ RECOVERY_CHUNK_BYTES = 4 << 20
 SCAN_CHUNK_BYTES = 16 << 10  # what a read's scan from its index entry reads at a time (the default interval is 4 KiB)
 RECENT_BATCHES = 32  # the last batches appended whose positions are remembered (up to twice as many; see `_scan_to`)
 
-# The 61-byte header without `read_header`'s whole-batch check: here only the header is read from disk, and the batch
-# behind it was validated on append or recovery. Same layout as `protocol.records`.
-_HEADER = struct.Struct(">qiibIhiqqqhii")
 _BATCH_LENGTH = struct.Struct(">i")
 _SCAN_FIELDS = struct.Struct(">qi11xi")  # what a scan reads of a header: base offset, batch length, last offset delta
 _BATCH_LENGTH_AT = 8
@@ -378,7 +383,7 @@ class Segment:
         data = self._pread(HEADER_SIZE, position)
         if len(data) < HEADER_SIZE:
             raise StorageError(f"short read of a batch header at {position} in {self.log_path}")
-        return BatchHeader._make(_HEADER.unpack(data))
+        return unpack_header(data)  # not `read_header`: the batch behind it was validated on append or recovery
 
     def find_batch(self, offset: int) -> tuple[int, BatchHeader] | None:
         """(position, header) of the batch holding `offset` (or the first after it, past a cleaner's gap); see
@@ -413,7 +418,7 @@ class Segment:
                 chunk, chunk_at, at = self._read_ahead(position, HEADER_SIZE, self.size, batch_length), position, 0
             base_offset, batch_length, last_offset_delta = _SCAN_FIELDS.unpack_from(chunk, at)
             if base_offset + last_offset_delta >= offset:
-                return _Found(position, BatchHeader._make(_HEADER.unpack_from(chunk, at)), chunk, chunk_at)
+                return _Found(position, unpack_header(chunk, at), chunk, chunk_at)
             position += batch_length + LOG_OVERHEAD
         return None
 

@@ -38,6 +38,7 @@ from kafkalite.protocol.records.batch import (
     read_batches,
     read_header,
     rebased,
+    unpack_header,
     valid_prefix,
     verify_crc,
 )
@@ -88,6 +89,7 @@ __all__ = [
     "read_batches",
     "read_header",
     "rebased",
+    "unpack_header",
     "valid_prefix",
     "verify_crc",
 ]

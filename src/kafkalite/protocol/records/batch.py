@@ -121,6 +121,12 @@ class BatchHeader(NamedTuple):
         return bool(self.attributes & ATTR_LOG_APPEND_TIME)
 
 
+def unpack_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeader:
+    """The 61 bytes at `pos` as a header, unchecked (`read_header` checks them). Made with `tuple.__new__`: the named
+    tuple's own `_make` and `__new__` are Python calls even where this module is compiled."""
+    return tuple.__new__(BatchHeader, _HEADER.unpack_from(buf, pos))
+
+
 def read_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeader:
     """Parse the header of the batch at `pos`; check it is whole in `buf` and that its magic is 2.
 
@@ -130,7 +136,7 @@ def read_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeade
     available = len(buf) - pos
     if available < HEADER_SIZE:
         raise CorruptRecordError(f"truncated batch header: {available} of {HEADER_SIZE} bytes at position {pos}")
-    header = tuple.__new__(BatchHeader, _HEADER.unpack_from(buf, pos))  # `_make` is a Python call, even compiled
+    header = unpack_header(buf, pos)
     if header.magic != MAGIC:
         raise CorruptRecordError(f"unsupported magic {header.magic} at position {pos} (only RecordBatch v2)")
     if header.batch_length < MIN_BATCH_LENGTH:

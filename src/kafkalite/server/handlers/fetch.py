@@ -10,10 +10,13 @@ for the first append to any requested partition and read again. max_bytes bounds
 partition_max_bytes each partition, but the first batch found is always returned whole, so progress is possible
 (KIP-74). An empty partition answers zero-length records, never null.
 
-Zero copy: partitions are read with `Broker.fetch_for_send`; a large read of the file engine is a range of the
-segment file (`storage.FileRecords`), put in the answer as a `zero_copy.Placeholder` and sent by the connection with
-`sendfile` after the framing kio encodes (`server.zero_copy`). A read the answer does not use (over `max_bytes`, or
-a long poll reading again) releases its range at once.
+The answer is a `zero_copy.FetchAnswer`: each partition's outcome as plain values, framed when it is sent by
+`protocol.fetch_response` rather than built and written by kio (the Fetch answer of a consumer that keeps up cost
+more than the Produce request that carried its records). Partitions are read with `Broker.fetch_for_send`; a large
+read of the file engine is a range of the segment file (`storage.FileRecords`), which the connection sends with
+`sendfile` (`server.zero_copy`). A read the answer does not use (over `max_bytes`, or a long poll reading again)
+releases its range at once. Each read looks the requested topics up again (by id from v13), so a topic deleted or
+replaced during a long poll is answered as such, never with another topic's records.
 
 No fetch sessions are created: the answer's session_id is 0, which tells the client to send full requests.
 isolation_level 1 (READ_COMMITTED) returns only whole batches below the partition's last stable offset and lists
@@ -34,25 +37,22 @@ from kafkalite.protocol.fetch_response import FIRST_TOPIC_ID_VERSION
 from kafkalite.protocol.wire import ApiKey
 from kafkalite.server.dispatch import RequestContext, handles
 from kafkalite.server.handlers._common import UNKNOWN_TOPIC_ID, error_code, topic_name_by_id
-from kafkalite.server.zero_copy import FetchAnswer, Fetched
+from kafkalite.server.zero_copy import FetchAnswer, Fetched, failed_partition
 from kafkalite.storage import FileRecords
 
 READ_COMMITTED = 1
 
 
-def _topic_names(ctx: RequestContext, req: Any) -> list[str | None]:
+def _requested_names(ctx: RequestContext, req: Any) -> list[str | None]:
     """Each requested topic's name (v13+ requests name it by id), in request order; None for an id unknown here."""
     if ctx.schema.version >= FIRST_TOPIC_ID_VERSION:
         return [topic_name_by_id(ctx.broker, topic.topic_id) for topic in req.topics]
     return [str(topic.topic) for topic in req.topics]
 
 
-def _failed(index: int, code: int) -> Fetched:
-    return index, code, -1, -1, -1, None, b""
-
-
 def _read_all(ctx: RequestContext, req: Any, names: list[str | None]) -> tuple[FetchAnswer, int, bool]:
-    """One pass over every requested partition: (the answer, record bytes read, whether any partition failed)."""
+    """One pass over every requested partition, each topic by the name `names` gives it: (the answer, record bytes
+    read, whether any partition failed)."""
     budget = req.max_bytes
     read_committed = req.isolation_level == READ_COMMITTED
     by_id = ctx.schema.version >= FIRST_TOPIC_ID_VERSION
@@ -63,7 +63,7 @@ def _read_all(ctx: RequestContext, req: Any, names: list[str | None]) -> tuple[F
         partitions: list[Fetched] = []
         for p in topic.partitions:
             if name is None:
-                partitions.append(_failed(p.partition, UNKNOWN_TOPIC_ID))
+                partitions.append(failed_partition(p.partition, UNKNOWN_TOPIC_ID))
                 failed = True
                 continue
             limit = min(p.partition_max_bytes, budget)  # a read returns its first batch whole, even past limit
@@ -72,7 +72,7 @@ def _read_all(ctx: RequestContext, req: Any, names: list[str | None]) -> tuple[F
                     name, p.partition, p.fetch_offset, max(limit, 0), read_committed=read_committed
                 )
             except KafkaLiteError as e:
-                partitions.append(_failed(p.partition, error_code(e)))
+                partitions.append(failed_partition(p.partition, error_code(e)))
                 failed = True
                 continue
             records = data.records
@@ -112,8 +112,8 @@ def _watched_partitions(ctx: RequestContext, req: Any, names: list[str | None]) 
 @handles(ApiKey.FETCH, versions=range(4, 19))
 async def fetch(ctx: RequestContext, req: Any) -> FetchAnswer:
     deadline = time.monotonic() + req.max_wait.total_seconds()
-    names = _topic_names(ctx, req)  # once: a long poll reads again by the same names
     while True:
+        names = _requested_names(ctx, req)  # the long poll's watch list below uses the same lookup
         answer, size, failed = _read_all(ctx, req, names)
         remaining = deadline - time.monotonic()
         if failed or size >= req.min_bytes or remaining <= 0:
@@ -123,4 +123,4 @@ async def fetch(ctx: RequestContext, req: Any) -> FetchAnswer:
         # with the read just made (as Kafka answers a Fetch of no partitions at once), so no request can spin.
         if not await ctx.broker.wait_for_appends(_watched_partitions(ctx, req, names), remaining):
             break
-    return _read_all(ctx, req, names)[0]
+    return _read_all(ctx, req, _requested_names(ctx, req))[0]
