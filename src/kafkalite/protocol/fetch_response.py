@@ -37,7 +37,7 @@ import uuid
 from collections.abc import Sequence, Sized
 from typing import Final
 
-from kafkalite.protocol.wire import encode_unsigned_varint
+from kafkalite.protocol.wire import encode_count, encode_string, encode_unsigned_varint
 
 FIRST_LOG_START_VERSION: Final = 5
 FIRST_SESSION_VERSION: Final = 7  # the top-level error code and the fetch session id
@@ -50,7 +50,6 @@ FetchedPartition = tuple[int, int, int, int, int, Sequence[tuple[int, int]] | No
 transactions as (producer id, first offset), or None for a null array, records)."""
 
 _INT32 = struct.Struct(">i")
-_NAME_LENGTH = struct.Struct(">h")
 _PARTITION = struct.Struct(">ihqq")  # index, error code, high watermark, last stable offset
 _PARTITION_WITH_START = struct.Struct(">ihqqq")  # ... and log start offset (v5+)
 _ABORTED = struct.Struct(">qq")  # producer id, first offset
@@ -76,10 +75,10 @@ def encode_fetch_body(
     pieces: list[bytes | bytearray | memoryview] = [_INT32.pack(throttle_ms)]  # encoded since the last part
     if version >= FIRST_SESSION_VERSION:
         pieces.append(_NO_ERROR_NO_SESSION)
-    pieces.append(_count(len(topics), flexible))
+    pieces.append(encode_count(len(topics), flexible))
     for topic, partitions in topics:
         pieces.append(_topic_key(topic, version, flexible))
-        pieces.append(_count(len(partitions), flexible))
+        pieces.append(encode_count(len(partitions), flexible))
         for index, code, high_watermark, last_stable, log_start, aborted, records in partitions:
             if with_start:
                 pieces.append(_PARTITION_WITH_START.pack(index, code, high_watermark, last_stable, log_start))
@@ -88,7 +87,7 @@ def encode_fetch_body(
             if aborted is None:
                 pieces.append(_NULL_ARRAY_FLEXIBLE if flexible else _NULL_ARRAY_LEGACY)
             else:
-                pieces.append(_count(len(aborted), flexible))
+                pieces.append(encode_count(len(aborted), flexible))
                 for producer_id, first_offset in aborted:
                     pieces.append(_ABORTED.pack(producer_id, first_offset))
                     if flexible:
@@ -123,11 +122,4 @@ def _topic_key(topic: str | uuid.UUID | None, version: int, flexible: bool) -> b
         return topic.bytes
     if not isinstance(topic, str):
         raise ValueError(f"Fetch v{version} names a topic by its name, not {topic!r}")
-    name = topic.encode()
-    if flexible:
-        return encode_unsigned_varint(len(name) + 1) + name
-    return _NAME_LENGTH.pack(len(name)) + name
-
-
-def _count(n: int, flexible: bool) -> bytes:
-    return encode_unsigned_varint(n + 1) if flexible else _INT32.pack(n)
+    return encode_string(topic, flexible)

@@ -29,7 +29,7 @@ from __future__ import annotations
 import struct
 from typing import Final
 
-from kafkalite.protocol.wire import encode_unsigned_varint
+from kafkalite.protocol.wire import encode_count, encode_string
 
 FIRST_FLEXIBLE_VERSION: Final = 9
 FIRST_TOPIC_ID_VERSION: Final = 13
@@ -39,8 +39,6 @@ FIRST_RECORD_ERRORS_VERSION: Final = 8
 Accepted = tuple[int, int, int, int]
 """A partition the request appended to: (index, base offset, log append time or -1, log start offset)."""
 
-_COUNT = struct.Struct(">i")
-_NAME_LENGTH = struct.Struct(">h")
 _PARTITION = struct.Struct(">ihqq")  # index, error code, base offset, log append time
 _PARTITION_WITH_START = struct.Struct(">ihqqq")  # ... and log start offset (v5+)
 _NO_ERRORS_LEGACY: Final = b"\x00\x00\x00\x00\xff\xff"  # v8: record errors: int32 0; error message: int16 -1 (null)
@@ -60,10 +58,10 @@ def encode_accepted(version: int, topics: list[tuple[str | bytes, list[Accepted]
         tail = _NO_ERRORS_LEGACY
     else:
         tail = b""
-    parts = [_count(len(topics), flexible)]
+    parts = [encode_count(len(topics), flexible)]
     for topic, partitions in topics:
         parts.append(_topic_key(topic, version, flexible))
-        parts.append(_count(len(partitions), flexible))
+        parts.append(encode_count(len(partitions), flexible))
         for index, base_offset, append_time, start_offset in partitions:
             if with_start:
                 parts.append(_PARTITION_WITH_START.pack(index, 0, base_offset, append_time, start_offset))
@@ -85,11 +83,4 @@ def _topic_key(topic: str | bytes, version: int, flexible: bool) -> bytes:
         return topic
     if not isinstance(topic, str):
         raise ValueError(f"Produce v{version} names a topic by its name, not {topic!r}")
-    name = topic.encode()
-    if flexible:
-        return encode_unsigned_varint(len(name) + 1) + name
-    return _NAME_LENGTH.pack(len(name)) + name
-
-
-def _count(n: int, flexible: bool) -> bytes:
-    return encode_unsigned_varint(n + 1) if flexible else _COUNT.pack(n)
+    return encode_string(topic, flexible)

@@ -42,6 +42,7 @@ DEFAULT_MAX_FRAME_BYTES: Final = 100 * 1024 * 1024  # socket.request.max.bytes
 UNSUPPORTED_VERSION: Final = 35
 
 _SIZE = struct.Struct(">i")
+_STRING_LENGTH = struct.Struct(">h")
 _MIN_READ_ROOM: Final = 16 * 1024  # the smallest free space a read is offered: fewer, larger reads
 _KEEP_BYTES: Final = 8 * 1024 * 1024  # a receive buffer grown up to this size is kept for the next large frame
 LARGE_FRAME_BYTES: Final = 256 * 1024
@@ -379,6 +380,21 @@ def encode_unsigned_varint(value: int) -> bytes:
         value >>= 7
     out.append(value)
     return bytes(out)
+
+
+def encode_count(n: int, flexible: bool) -> bytes:
+    """An array's element count as a response writes it: an int32, or from a message's first flexible version an
+    unsigned varint of n + 1 (the answers `produce_response` and `fetch_response` write)."""
+    return encode_unsigned_varint(n + 1) if flexible else _SIZE.pack(n)
+
+
+def encode_string(text: str, flexible: bool) -> bytes:
+    """A non-null string as a response writes it: its UTF-8 length as an int16, or (flexible) an unsigned varint of
+    length + 1, then the UTF-8 bytes."""
+    data = text.encode()
+    if flexible:
+        return encode_unsigned_varint(len(data) + 1) + data
+    return _STRING_LENGTH.pack(len(data)) + data
 
 
 def _skip_tagged_fields(frame: bytes | memoryview, offset: int) -> int:
