@@ -20,7 +20,8 @@ error_codes = st.sampled_from([int(code) for code in ErrorCode])  # kio writes o
 i32 = st.integers(-(2**31), 2**31 - 1)
 i64 = st.integers(-(2**63), 2**63 - 1)
 aborted = st.one_of(st.none(), st.lists(st.tuples(i64, i64), max_size=4))
-partitions = st.lists(st.tuples(i32, error_codes, i64, i64, i64, aborted, st.binary(max_size=300)), max_size=6)
+records = st.one_of(st.none(), st.binary(max_size=300))  # None: null, as a partition with an error is answered
+partitions = st.lists(st.tuples(i32, error_codes, i64, i64, i64, aborted, records), max_size=6)
 names = st.text(min_size=1, max_size=300)  # any text: its UTF-8 length is what gets written
 
 
@@ -91,7 +92,7 @@ def test_any_answer_is_what_kio_writes(
     shaped = [
         (
             topic_id if version >= 13 else name,
-            [(*p[:6], FileRange(p[6]) if next(switches) else p[6]) for p in fetched],  # type: ignore[arg-type]
+            [(*p[:6], FileRange(p[6]) if next(switches) and p[6] is not None else p[6]) for p in fetched],  # type: ignore[arg-type]
         )
         for name, topic_id, fetched in topics
     ]

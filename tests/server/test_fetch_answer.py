@@ -29,7 +29,7 @@ def _kio_frame(version: int, topic: Any, stored: bytes, correlation_id: int) -> 
     schema = api_schema(ApiKey.FETCH, version)
     build = schema.build
 
-    def partition(index: int, code: int, hw: int, records: bytes, aborted: list[Any] | None) -> Any:
+    def partition(index: int, code: int, hw: int, records: bytes | None, aborted: list[Any] | None) -> Any:
         return build(
             "PartitionData", partition_index=index, error_code=code, high_watermark=hw, last_stable_offset=hw,
             log_start_offset=0 if hw >= 0 else -1, aborted_transactions=aborted, preferred_read_replica=-1,
@@ -48,7 +48,7 @@ def _kio_frame(version: int, topic: Any, stored: bytes, correlation_id: int) -> 
                 topic_id=topic if version >= 13 else None,
                 partitions=[
                     partition(0, 0, 9, stored, [build("AbortedTransaction", producer_id=4, first_offset=2)]),
-                    partition(1, NOT_LEADER, -1, b"", None),
+                    partition(1, NOT_LEADER, -1, None, None),
                     partition(2, 0, 9, b"small", None),
                 ],
             )

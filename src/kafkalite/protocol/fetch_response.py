@@ -45,17 +45,18 @@ FIRST_PREFERRED_REPLICA_VERSION: Final = 11
 FIRST_FLEXIBLE_VERSION: Final = 12
 FIRST_TOPIC_ID_VERSION: Final = 13
 
-FetchedPartition = tuple[int, int, int, int, int, Sequence[tuple[int, int]] | None, bytes | Sized]
+FetchedPartition = tuple[int, int, int, int, int, Sequence[tuple[int, int]] | None, bytes | Sized | None]
 """One partition of the answer: (index, error code, high watermark, last stable offset, log start offset, aborted
-transactions as (producer id, first offset), or None for a null array, records)."""
+transactions as (producer id, first offset), or None for a null array, records, or None for null records: what
+Kafka answers a partition with an error)."""
 
 _INT32 = struct.Struct(">i")
 _PARTITION = struct.Struct(">ihqq")  # index, error code, high watermark, last stable offset
 _PARTITION_WITH_START = struct.Struct(">ihqqq")  # ... and log start offset (v5+)
 _ABORTED = struct.Struct(">qq")  # producer id, first offset
 _NO_ERROR_NO_SESSION: Final = b"\x00\x00\x00\x00\x00\x00"  # v7+: error code 0 (int16), session id 0 (int32)
-_NULL_ARRAY_LEGACY: Final = b"\xff\xff\xff\xff"  # int32 -1
-_NULL_ARRAY_FLEXIBLE: Final = b"\x00"  # unsigned varint 0
+_NULL_LEGACY: Final = b"\xff\xff\xff\xff"  # a null array or records: int32 -1
+_NULL_FLEXIBLE: Final = b"\x00"  # ... from v12: unsigned varint 0
 _NO_PREFERRED_REPLICA: Final = b"\xff\xff\xff\xff"  # int32 -1
 _NO_TAGGED_FIELDS: Final = b"\x00"
 _NULL_ID: Final = bytes(16)
@@ -85,7 +86,7 @@ def encode_fetch_body(
             else:
                 pieces.append(_PARTITION.pack(index, code, high_watermark, last_stable))
             if aborted is None:
-                pieces.append(_NULL_ARRAY_FLEXIBLE if flexible else _NULL_ARRAY_LEGACY)
+                pieces.append(_NULL_FLEXIBLE if flexible else _NULL_LEGACY)
             else:
                 pieces.append(encode_count(len(aborted), flexible))
                 for producer_id, first_offset in aborted:
@@ -94,11 +95,15 @@ def encode_fetch_body(
                         pieces.append(_NO_TAGGED_FIELDS)
             if with_replica:
                 pieces.append(_NO_PREFERRED_REPLICA)
-            size = len(records)
-            pieces.append(encode_unsigned_varint(size + 1) if flexible else _INT32.pack(size))
-            if isinstance(records, bytes | bytearray | memoryview):
+            if records is None:
+                pieces.append(_NULL_FLEXIBLE if flexible else _NULL_LEGACY)
+            elif isinstance(records, bytes | bytearray | memoryview):
+                size = len(records)
+                pieces.append(encode_unsigned_varint(size + 1) if flexible else _INT32.pack(size))
                 pieces.append(records)
             else:
+                size = len(records)
+                pieces.append(encode_unsigned_varint(size + 1) if flexible else _INT32.pack(size))
                 parts.append(b"".join(pieces))
                 parts.append(records)
                 pieces = []

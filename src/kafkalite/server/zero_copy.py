@@ -37,10 +37,10 @@ from kafkalite.storage import FileRecords
 
 _INT32 = struct.Struct(">i")
 
-Fetched = tuple[int, int, int, int, int, list[tuple[int, int]] | None, bytes | FileRecords]
+Fetched = tuple[int, int, int, int, int, list[tuple[int, int]] | None, bytes | FileRecords | None]
 """One partition of a Fetch answer: (index, error code, high watermark, last stable offset, log start offset, the
 aborted transactions as (producer id, first offset) or None, records). A partition that failed has -1 offsets, no
-aborted list and empty records."""
+aborted list and null records (`failed_partition`)."""
 
 
 class FetchAnswer:
@@ -88,8 +88,8 @@ class FetchAnswer:
 
 
 def failed_partition(index: int, code: int) -> Fetched:
-    """A partition answered with an error, as Kafka answers one: no offsets, no aborted list, empty records."""
-    return index, code, -1, -1, -1, None, b""
+    """A partition answered with an error, as Kafka answers one: -1 offsets, a null aborted list, null records."""
+    return index, code, -1, -1, -1, None, None
 
 
 class SplicedFrame:

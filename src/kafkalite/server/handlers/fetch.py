@@ -71,8 +71,8 @@ def _read_all(ctx: RequestContext, req: Any, names: list[str | None]) -> tuple[F
                 data = ctx.broker.fetch_for_send(
                     name, p.partition, p.fetch_offset, max(limit, 0), read_committed=read_committed
                 )
-            except KafkaLiteError as e:
-                partitions.append(failed_partition(p.partition, error_code(e)))
+            except KafkaLiteError as e:  # a read that failed: empty records, as Kafka's read path answers one
+                partitions.append((p.partition, error_code(e), -1, -1, -1, None, b""))
                 failed = True
                 continue
             records = data.records
