@@ -10,15 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from authorized_server import ALICE_PLAIN, authorized_server, connect
 from wire_client import WireClient
 
-from kafkalite.broker import Broker
 from kafkalite.protocol.records import RecordToWrite, build_batch
 from kafkalite.protocol.wire import ApiKey
-from kafkalite.security.credentials import CredentialStore
 from kafkalite.server import KafkaServer
 from kafkalite.server.dispatch import supported_ranges
-from kafkalite.server.properties import load
 from kafkalite.storage.file_records import ZERO_COPY_MIN_BYTES
 
 pytestmark = pytest.mark.timeout(60)
@@ -32,25 +30,13 @@ READABLE, HIDDEN = "readable", "hidden"
 async def served(tmp_path: Path) -> AsyncIterator[tuple[KafkaServer, bytes]]:
     """A broker with an authorizer, alice (PLAIN) allowed to read `READABLE` only, and one batch in each topic, large
     enough that a read of it is a range of the segment file."""
-    CredentialStore(tmp_path, fsync=False).set_password("alice", "PLAIN", "alice-secret")
-    settings = load(
-        {
-            "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
-            "log.dirs": str(tmp_path),
-            "authorizer.class.name": "on",
-            "super.users": "User:ANONYMOUS",  # the PLAINTEXT listener's principal may do everything here
-        },
-        fsync=False,
-    )
     batch = build_batch([RecordToWrite(bytes([n]) * 1024) for n in range(40)], now_ms=int(time.time() * 1000))
     assert len(batch) > ZERO_COPY_MIN_BYTES
-    async with Broker(config=settings.broker) as broker:
+    async with authorized_server(tmp_path) as server:
         for topic in (READABLE, HIDDEN):
-            await broker.create_topic(topic, 1)
-            await broker.produce(topic, 0, batch)
-        server = KafkaServer(broker, listeners=settings.listeners, security_settings=settings.security)
-        await server.start()
-        admin = await _connect(server, "PLAINTEXT")
+            await server.broker.create_topic(topic, 1)
+            await server.broker.produce(topic, 0, batch)
+        admin = await connect(server, "PLAINTEXT")
         allow_read = admin.nested(
             30,
             3,
@@ -66,11 +52,6 @@ async def served(tmp_path: Path) -> AsyncIterator[tuple[KafkaServer, bytes]]:
         assert [r.error_code for r in (await admin.request(30, 3, creations=[allow_read])).results] == [0]
         await admin.close()
         yield server, batch
-        await server.close()
-
-
-async def _connect(server: KafkaServer, listener: str) -> WireClient:
-    return await WireClient.connect(int(server.bootstrap_of(listener).rsplit(":", 1)[1]))
 
 
 async def _fetch(client: WireClient, server: KafkaServer, version: int) -> dict[str, Any]:
@@ -111,9 +92,9 @@ async def test_only_the_readable_topic_is_answered_with_records(
     served: tuple[KafkaServer, bytes], version: int
 ) -> None:
     server, batch = served
-    alice = await _connect(server, "SASL_PLAINTEXT")
+    alice = await connect(server, "SASL_PLAINTEXT")
     assert (await alice.request(17, 1, mechanism="PLAIN")).error_code == 0
-    assert (await alice.request(36, 2, auth_bytes=b"\0alice\0alice-secret")).error_code == 0
+    assert (await alice.request(36, 2, auth_bytes=ALICE_PLAIN)).error_code == 0
     partitions = await _fetch(alice, server, version)
     assert (partitions[READABLE].error_code, partitions[READABLE].high_watermark) == (0, 40)
     assert partitions[READABLE].records == batch  # the stored batch (its base offset was 0 as built)
@@ -127,7 +108,7 @@ async def test_only_the_readable_topic_is_answered_with_records(
 @pytest.mark.parametrize("version", FETCH_VERSIONS)
 async def test_a_super_user_reads_both(served: tuple[KafkaServer, bytes], version: int) -> None:
     server, batch = served
-    admin = await _connect(server, "PLAINTEXT")
+    admin = await connect(server, "PLAINTEXT")
     partitions = await _fetch(admin, server, version)
     assert [(p.error_code, p.records) for p in partitions.values()] == [(0, batch), (0, batch)]
     await admin.close()

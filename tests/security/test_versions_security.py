@@ -13,14 +13,12 @@ from pathlib import Path
 
 import pytest
 import scramp
+from authorized_server import ALICE_PLAIN, authorized_server, connect
 from wire_client import WireClient
 
-from kafkalite.broker import Broker
 from kafkalite.protocol.wire import ApiKey
-from kafkalite.security.credentials import CredentialStore
 from kafkalite.server import KafkaServer
 from kafkalite.server.dispatch import supported_ranges
-from kafkalite.server.properties import load
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -30,25 +28,8 @@ INVALID_REQUEST = 42
 
 @pytest.fixture
 async def server(tmp_path: Path) -> AsyncIterator[KafkaServer]:
-    CredentialStore(tmp_path, fsync=False).set_password("alice", "PLAIN", "alice-secret")
-    settings = load(
-        {
-            "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
-            "log.dirs": str(tmp_path),
-            "authorizer.class.name": "on",
-            "super.users": "User:ANONYMOUS",  # the PLAINTEXT listener's principal may do everything here
-        },
-        fsync=False,
-    )
-    async with Broker(config=settings.broker) as broker:
-        server = KafkaServer(broker, listeners=settings.listeners, security_settings=settings.security)
-        await server.start()
-        yield server
-        await server.close()
-
-
-async def connect(server: KafkaServer, listener: str = "PLAINTEXT") -> WireClient:
-    return await WireClient.connect(int(server.bootstrap_of(listener).rsplit(":", 1)[1]))
+    async with authorized_server(tmp_path) as served:
+        yield served
 
 
 @pytest.mark.parametrize("version", RANGES[ApiKey.SASL_HANDSHAKE])
@@ -66,7 +47,7 @@ async def test_sasl_handshake(server: KafkaServer, version: int) -> None:
 async def test_sasl_authenticate(server: KafkaServer, version: int) -> None:
     client = await connect(server, "SASL_PLAINTEXT")
     assert (await client.request(17, 1, mechanism="PLAIN")).error_code == 0
-    answer = await client.request(36, version, auth_bytes=b"\0alice\0alice-secret")
+    answer = await client.request(36, version, auth_bytes=ALICE_PLAIN)
     assert (answer.error_code, answer.error_message, answer.auth_bytes) == (0, None, b"")
     await client.close()
 
