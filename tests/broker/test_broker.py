@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 
 import pytest
 from crc32c import crc32c
@@ -112,6 +113,17 @@ async def test_produce_to_unknown_topic_or_partition(broker: kafkalite.Broker) -
         await broker.produce("missing", 0, batch(b"x"))
     with pytest.raises(errors.UnknownPartitionError):
         await broker.produce(TOPIC, 2, batch(b"x"))
+
+
+async def test_topics_are_found_by_id_and_no_topic_by_a_null_or_zero_id(broker: kafkalite.Broker) -> None:
+    topic = await broker.create_topic(TOPIC, partitions=1)
+    assert broker.topic_by_id(uuid.UUID(str(topic.topic_id))) is topic  # an equal id, not the same object
+    for unknown in (None, uuid.UUID(int=0), uuid.uuid4()):
+        with pytest.raises(errors.UnknownTopicError):
+            broker.topic_by_id(unknown)
+    await broker.delete_topic(TOPIC)
+    with pytest.raises(errors.UnknownTopicError):
+        broker.topic_by_id(topic.topic_id)
 
 
 async def test_idempotent_producer_duplicates_are_acknowledged_without_a_second_append(

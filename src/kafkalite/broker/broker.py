@@ -75,7 +75,9 @@ class Broker:
         self.cluster_id = ""
         self.topics: dict[str, Topic] = {}
         self.metadata_changes = 0  # topics created, deleted, grown or reconfigured since start (DescribeQuorum)
-        self._topics_by_id: dict[uuid.UUID, Topic] = {}
+        # Every topic by its id's 128-bit number (`topic_id.int`): a key the served Fetch and Produce look up in
+        # compiled code, where a `uuid.UUID` key would call its Python `__hash__` and `__eq__`. Only read it.
+        self.topics_by_id_number: dict[int, Topic] = {}
         self._offsets: OffsetManager | None = None
         self._groups: GroupService | None = None
         self._transactions: TransactionService | None = None
@@ -282,8 +284,9 @@ class Broker:
             raise UnknownTopicError(f"unknown topic {name!r}")
         return topic
 
-    def topic_by_id(self, topic_id: uuid.UUID) -> Topic:
-        topic = self._topics_by_id.get(topic_id)
+    def topic_by_id(self, topic_id: uuid.UUID | None) -> Topic:
+        """The topic with `topic_id`; a null id (as kio reads the all-zero one) names none."""
+        topic = None if topic_id is None else self.topics_by_id_number.get(topic_id.int)
         if topic is None:
             raise UnknownTopicError(f"unknown topic id {topic_id}")
         return topic
@@ -349,7 +352,7 @@ class Broker:
                 partition.log.close()
             raise
         self.topics[name] = topic
-        self._topics_by_id[topic.topic_id] = topic
+        self.topics_by_id_number[topic.topic_id.int] = topic
         return topic
 
     async def delete_topic(self, name: str) -> None:
@@ -363,7 +366,7 @@ class Broker:
         if topic.is_internal:
             raise UnknownTopicError(f"internal topic {name!r} cannot be deleted")
         del self.topics[name]
-        del self._topics_by_id[topic.topic_id]
+        del self.topics_by_id_number[topic.topic_id.int]
         self.metadata_changes += 1
         for partition in topic.partitions:
             partition.log.close()
@@ -714,7 +717,7 @@ class Broker:
                 partition.log.close()
             raise
         self.topics[name] = topic
-        self._topics_by_id[topic.topic_id] = topic
+        self.topics_by_id_number[topic.topic_id.int] = topic
 
     async def _retention_loop(self) -> None:
         while True:

@@ -1,25 +1,27 @@
 """`FetchData`: one partition's read, as `Partition.read` and `Partition.read_for_send` return it.
 
 A module of its own because it is generic: `broker/partition.py` may run compiled (mypyc, see
-`kafkalite.protocol.native`), and a generic dataclass stays an interpreted class, which compiled code uses as it is.
+`kafkalite.protocol.native`), and a generic class stays an interpreted one, which compiled code uses as it is.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Generic, NamedTuple, TypeVar
 
 from kafkalite.storage import AbortedTxn, FileRecords
 
 RecordsT = TypeVar("RecordsT", bytes, bytes | FileRecords)
 
 
-@dataclass(frozen=True, slots=True)
-class FetchData(Generic[RecordsT]):
-    """One partition's read: `bytes`, or for a Fetch answer (`Partition.read_for_send`) possibly `FileRecords`."""
+class FetchData(NamedTuple, Generic[RecordsT]):
+    """One partition's read: `bytes`, or for a Fetch answer (`Partition.read_for_send`) possibly `FileRecords`.
+
+    A named tuple rather than a frozen dataclass: every Fetch a consumer sends makes one or two, and a frozen
+    dataclass's `__init__` sets each field through `object.__setattr__` in Python. The compiled partition makes it
+    with `tuple.__new__` (`partition._fetch_data`)."""
 
     records: RecordsT
     high_watermark: int
     log_start_offset: int
     last_stable_offset: int
-    aborted_transactions: list[AbortedTxn] | None = field(default=None)  # None unless read_committed
+    aborted_transactions: list[AbortedTxn] | None = None  # None unless read_committed

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from kafkalite.broker.fetch_data import FetchData
+from kafkalite.broker.fetch_data import FetchData, RecordsT
 from kafkalite.broker.log_reader import scan_batches
 from kafkalite.broker.partition_transactions import OpenTransactions
 from kafkalite.broker.producer_state import ProducerStateTable
@@ -77,6 +77,13 @@ def _produce_result(
     """`ProduceResult(...)` without a call to the named tuple's `__new__`, which is Python code even in the compiled
     form of this module (about a thousand instructions an append)."""
     return tuple.__new__(ProduceResult, (base_offset, last_offset, log_append_time_ms, log_start_offset))
+
+
+def _fetch_data(
+    records: RecordsT, high_watermark: int, log_start_offset: int, stable: int, aborted: list[AbortedTxn] | None
+) -> FetchData[RecordsT]:
+    """`FetchData(...)` made as `_produce_result` makes its tuple, without the named tuple's Python `__new__`."""
+    return tuple.__new__(FetchData, (records, high_watermark, log_start_offset, stable, aborted))
 
 
 class _AppendLimits(NamedTuple):
@@ -200,7 +207,8 @@ class Partition:
         first_offset, last_offset = self._write(records, to_append, append_time)
         self.bytes_in += len(records)
         self._wake_readers()
-        logger.debug("appended offsets %d..%d to %s-%d", first_offset, last_offset, self.topic, self.index)
+        if logger.isEnabledFor(logging.DEBUG):  # one Python call where `logger.debug` makes two, on every append
+            logger.debug("appended offsets %d..%d to %s-%d", first_offset, last_offset, self.topic, self.index)
         return _produce_result(first_offset, last_offset, append_time, self.log.log_start_offset)
 
     def _write(
@@ -317,13 +325,13 @@ class Partition:
         self.bytes_out += len(records)
         end = self.log.log_end_offset
         if not read_committed:
-            return FetchData(records, end, self.log.log_start_offset, end)
+            return _fetch_data(records, end, self.log.log_start_offset, end, None)
         stable = self.transactions.last_stable_offset(end)
         aborted = self.log.aborted_transactions(offset, end)
         if stable == end and not aborted:  # the common case: nothing open, nothing aborted ahead: no walk
-            return FetchData(records, end, self.log.log_start_offset, stable, aborted)
+            return _fetch_data(records, end, self.log.log_start_offset, stable, aborted)
         records, aborted = _committed_part(records, stable, aborted)
-        return FetchData(records, end, self.log.log_start_offset, stable, aborted)
+        return _fetch_data(records, end, self.log.log_start_offset, stable, aborted)
 
     def read_for_send(
         self, offset: int, max_bytes: int, *, read_committed: bool = False
@@ -339,10 +347,10 @@ class Partition:
                 records = self.log.read(offset, max_bytes)
                 self.bytes_out += len(records)
                 committed, aborted = _committed_part(records, stable, aborted)
-                return FetchData(committed, end, self.log.log_start_offset, stable, aborted)
+                return _fetch_data(committed, end, self.log.log_start_offset, stable, aborted)
         sendable = self.log.read_file_records(offset, max_bytes)
         self.bytes_out += len(sendable)
-        return FetchData(sendable, end, self.log.log_start_offset, stable, aborted)
+        return _fetch_data(sendable, end, self.log.log_start_offset, stable, aborted)
 
     def describe_producers(self) -> list[ProducerDescription]:
         """Every producer with idempotence state here or an open transaction, by producer id."""
