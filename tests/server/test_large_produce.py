@@ -4,6 +4,7 @@ read the records (compacted topics without keys, LogAppendTime stamping) behave 
 
 from __future__ import annotations
 
+import os
 import struct
 import time
 import uuid
@@ -22,6 +23,7 @@ from kafkalite.protocol.records import RecordToWrite, build_batch, read_batches,
 from kafkalite.protocol.wire import ApiKey
 from kafkalite.server import KafkaServer, serve
 from kafkalite.server.dispatch import supported_ranges
+from kafkalite.storage.file_ops import FileOps
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -73,16 +75,38 @@ def _without_base_offset(batch: bytes) -> bytes:
 
 @pytest.fixture
 def appended(broker: Broker, monkeypatch: pytest.MonkeyPatch) -> list[type]:
-    """The type of the records each `Broker.append` call was given, in order."""
-    types: list[type] = []
-    append = broker.append
+    """What the records of each batch the file engine wrote were taken from, in order: `bytearray`, the buffer a
+    large frame was read into (the records went from the request to the disk write without a copy), or `bytes`, a
+    copy of them (kio's reader makes one for a small request). The memory engine copies every batch into its own
+    storage, so it leaves this list empty."""
+    sources: list[type] = []
+    pwrite, pwritev = FileOps.pwrite, FileOps.pwritev
 
-    async def recording(topic: str, partition: int, records: Any, **kwargs: Any) -> Any:
-        types.append(type(records))
-        return await append(topic, partition, records, **kwargs)
+    def source(buffer: Any) -> type:
+        return type(buffer.obj if isinstance(buffer, memoryview) else buffer)
 
-    monkeypatch.setattr(broker, "append", recording)
-    return types
+    def noting_pwrite(ops: FileOps, fd: int, data: Any, position: int) -> None:
+        if _is_log(fd):
+            sources.append(source(data))
+        pwrite(ops, fd, data, position)
+
+    def noting_pwritev(ops: FileOps, fd: int, parts: Any, position: int) -> None:
+        if _is_log(fd):
+            sources.append(source(parts[-1]))  # the batch's new base offset, then a view of the rest of it
+        pwritev(ops, fd, parts, position)
+
+    monkeypatch.setattr(FileOps, "pwrite", noting_pwrite)
+    monkeypatch.setattr(FileOps, "pwritev", noting_pwritev)
+    return sources
+
+
+def _is_log(fd: int) -> bool:
+    return os.readlink(f"/proc/self/fd/{fd}").endswith(".log")
+
+
+def _expected(broker: Broker, sources: list[type]) -> list[type]:
+    """`sources` for the file engine; nothing for the memory engine, which writes no file."""
+    return sources if broker.config.data_dir is not None else []
 
 
 @pytest.mark.parametrize("version", PRODUCE_VERSIONS)
@@ -96,7 +120,8 @@ async def test_a_large_request_stores_the_batches_it_carried(
     assert len(first) + len(second) + len(small) >= RECORDS_VIEW_MIN_BYTES
     answers = await _produce(raw, version, topic, {0: first + second, 1: small})
     assert [(a.index, a.error_code, a.base_offset) for a in answers] == [(0, 0, 0), (1, 0, 0)]
-    assert appended == [memoryview, memoryview]  # the records reached the broker as views of the frame
+    # the records reached the disk write as views of the frame: two batches to partition 0, one to partition 1
+    assert appended == _expected(broker, [bytearray] * 3)
     stored = _stored(broker, topic.name, 0)
     positions = read_batches(stored)
     assert [read_header(stored, pos).base_offset for pos, _ in positions] == [0, 3]
@@ -109,7 +134,7 @@ async def test_a_large_request_stores_the_batches_it_carried(
     assert (again[0].error_code, again[0].base_offset) == (0, 5)
     small_request = await _produce(raw, version, topic, {1: _batch([b"three"])})
     assert (small_request[0].error_code, small_request[0].base_offset) == (0, 2)
-    assert appended[-1] is bytes  # a small request is read by kio, records copied
+    assert appended[-1:] == _expected(broker, [bytes])  # a small request is read by kio, records copied
 
 
 async def test_a_large_request_to_a_compacted_topic_refuses_records_without_keys(
@@ -194,7 +219,7 @@ async def test_pipelined_large_requests_keep_their_records_until_each_is_stored(
         response, _ = entity_reader(response_type)(frame, 4 + response_type.__header_schema__.__version__)
         answer = response.responses[0].partition_responses[0]
         assert (answer.error_code, answer.base_offset) == (0, 5 * n)
-    assert appended == [memoryview] * len(frames)
+    assert appended == _expected(broker, [bytearray] * len(frames))
     stored = _stored(broker, topic.name, 0)
     positions = read_batches(stored)
     assert [_without_base_offset(stored[pos : pos + h.size]) for pos, h in positions] == [

@@ -40,8 +40,10 @@ def error_message(exc: Exception) -> str:
 def topic_name_by_id(broker: Broker, topic_id: uuid.UUID | None) -> str | None:
     """The name of the topic with `topic_id`, or None when no topic has it: the answer is then UNKNOWN_TOPIC_ID.
     The all-zero id names no topic (kio reads it as None)."""
-    if topic_id is None or topic_id == ZERO_UUID:
+    if topic_id is None or topic_id.int == 0:
         return None
+    topic = broker.topics_by_id_number.get(topic_id.int)
+    return None if topic is None else topic.name
     try:
         return broker.topic_by_id(topic_id).name
     except UnknownTopicError:

@@ -36,7 +36,7 @@ from kafkalite.errors import KafkaLiteError
 from kafkalite.protocol.fetch_response import FIRST_TOPIC_ID_VERSION
 from kafkalite.protocol.wire import ApiKey
 from kafkalite.server.dispatch import RequestContext, handles
-from kafkalite.server.handlers._common import UNKNOWN_TOPIC_ID, error_code, topic_name_by_id
+from kafkalite.server.handlers._common import UNKNOWN_TOPIC_ID, error_code
 from kafkalite.server.zero_copy import FetchAnswer, Fetched, failed_partition
 from kafkalite.storage import FileRecords
 
@@ -45,9 +45,15 @@ READ_COMMITTED = 1
 
 def _requested_names(ctx: RequestContext, req: Any) -> list[str | None]:
     """Each requested topic's name (v13+ requests name it by id), in request order; None for an id unknown here."""
-    if ctx.schema.version >= FIRST_TOPIC_ID_VERSION:
-        return [topic_name_by_id(ctx.broker, topic.topic_id) for topic in req.topics]
-    return [str(topic.topic) for topic in req.topics]
+    if ctx.schema.version < FIRST_TOPIC_ID_VERSION:
+        return [str(topic.topic) for topic in req.topics]
+    by_id = ctx.broker.topics_by_id_number  # `_common.topic_name_by_id`, here without a Python call per topic
+    names: list[str | None] = []
+    for topic in req.topics:
+        topic_id: uuid.UUID | None = topic.topic_id
+        known = None if topic_id is None or topic_id.int == 0 else by_id.get(topic_id.int)
+        names.append(None if known is None else known.name)
+    return names
 
 
 def _read_all(ctx: RequestContext, req: Any, names: list[str | None]) -> tuple[FetchAnswer, int, bool]:
@@ -66,11 +72,18 @@ def _read_all(ctx: RequestContext, req: Any, names: list[str | None]) -> tuple[F
                 partitions.append(failed_partition(p.partition, UNKNOWN_TOPIC_ID))
                 failed = True
                 continue
-            limit = min(p.partition_max_bytes, budget)  # a read returns its first batch whole, even past limit
+            limit = max(min(p.partition_max_bytes, budget), 0)  # a read returns its first batch whole, even past it
+            known = ctx.broker.topics.get(name)
             try:
-                data = ctx.broker.fetch_for_send(
-                    name, p.partition, p.fetch_offset, max(limit, 0), read_committed=read_committed
-                )
+                if known is not None and 0 <= p.partition < len(known.partitions):
+                    # `Broker.fetch_for_send` without its interpreted frame; it raises the unknown topic or partition
+                    data = known.partitions[p.partition].read_for_send(
+                        p.fetch_offset, limit, read_committed=read_committed
+                    )
+                else:
+                    data = ctx.broker.fetch_for_send(
+                        name, p.partition, p.fetch_offset, limit, read_committed=read_committed
+                    )
             except KafkaLiteError as e:  # a read that failed: empty records, as Kafka's read path answers one
                 partitions.append((p.partition, error_code(e), -1, -1, -1, None, b""))
                 failed = True
@@ -104,8 +117,9 @@ def _watched_partitions(ctx: RequestContext, req: Any, names: list[str | None]) 
     watched = []
     for topic, name in zip(req.topics, names, strict=True):
         for p in topic.partitions:
-            if name is not None and name in ctx.broker.topics:
-                watched.append(ctx.broker.partition(name, p.partition))
+            known = None if name is None else ctx.broker.topics.get(name)
+            if known is not None and 0 <= p.partition < len(known.partitions):
+                watched.append(known.partitions[p.partition])
     return watched
 
 

@@ -77,9 +77,15 @@ async def _append_partition(
     if records is None:
         return _failed(index, CORRUPT_MESSAGE, "null records")
     try:
-        result = await ctx.broker.append(
-            topic, index, records, transactional_id=transactional_id, implicit_add=ctx.version >= FIRST_IMPLICIT_ADD
-        )
+        known = ctx.broker.topics.get(topic) if transactional_id is None else None
+        if known is not None and 0 <= index < len(known.partitions):
+            # What `Broker.append` does for a batch outside transactions, without its interpreted frame: the
+            # partition's own checks and write (a closed log refuses it there).
+            result = await known.partitions[index].append(records)
+        else:
+            result = await ctx.broker.append(
+                topic, index, records, transactional_id=transactional_id, implicit_add=ctx.version >= FIRST_IMPLICIT_ADD
+            )
     except Exception as e:
         code = error_code(e)
         if transactional_id is not None:
