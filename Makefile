@@ -15,7 +15,7 @@ DATA   ?= ./data
 # `kafkalite serve` then starts as fast as every later one (Python
 # recompiles any module edited since).
 BUILD_INPUTS := pyproject.toml setup.py $(wildcard src/kafkalite/protocol/*.py src/kafkalite/protocol/records/*.py \
-	src/kafkalite/storage/*.py src/kafkalite/broker/partition.py src/kafkalite/server/frame_stream.py \
+	src/kafkalite/storage/*.py src/kafkalite/broker/fetch_data.py src/kafkalite/broker/partition.py src/kafkalite/server/frame_stream.py \
 	src/kafkalite/server/dispatch.py src/kafkalite/server/handlers/produce.py src/kafkalite/server/handlers/fetch.py \
 	src/kafkalite/server/zero_copy.py)
 

@@ -1,7 +1,7 @@
 """`FetchData`: one partition's read, as `Partition.read` and `Partition.read_for_send` return it.
 
-A module of its own because it is generic: `broker/partition.py` may run compiled (mypyc, see
-`kafkalite.protocol.native`), and a generic class stays an interpreted one, which compiled code uses as it is.
+Compiled with the partition (`kafkalite.protocol.native.COMPILED_MODULES`): the compiled Fetch handler reads its
+fields by position, so an edit to it must retire the build as an edit to any compiled module does.
 """
 
 from __future__ import annotations

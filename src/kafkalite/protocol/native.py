@@ -48,6 +48,7 @@ COMPILED_MODULES = (  # what setup.py compiles (it reads this tuple): every requ
     "kafkalite.storage.segmented_log",
     "kafkalite.storage.partition_log",
     "kafkalite.storage.memory_log",
+    "kafkalite.broker.fetch_data",  # FetchData: a named tuple the compiled Fetch handler reads by position
     "kafkalite.broker.partition",
     # The served request path: every request's frame, dispatch, the Produce and Fetch handlers, and a Fetch answer's
     # framing and sending (`zero_copy`). `kafkalite.server` imports `kafkalite.broker` (and so this package) before

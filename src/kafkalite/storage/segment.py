@@ -98,6 +98,19 @@ class _IndexPlan(NamedTuple):
     offset_of_max_timestamp: int
 
 
+def _found(position: int, header: BatchHeader, chunk: bytes, chunk_at: int) -> _Found:
+    """`_Found(...)` made with `tuple.__new__`: a named tuple's own `__new__` is Python code even in this module's
+    compiled form, about a thousand instructions a read (as `partition._produce_result` says)."""
+    return tuple.__new__(_Found, (position, header, chunk, chunk_at))
+
+
+def _index_plan(
+    offset_entry: bytes | None, time_entry: bytes | None, max_timestamp: int, offset_of_max_timestamp: int
+) -> _IndexPlan:
+    """`_IndexPlan(...)`, made as `_found` makes its tuple, once an append."""
+    return tuple.__new__(_IndexPlan, (offset_entry, time_entry, max_timestamp, offset_of_max_timestamp))
+
+
 class Segment:
     """One segment's files and the state appends, reads and retention need; see the module docstring."""
 
@@ -351,8 +364,8 @@ class Segment:
         else:
             new_max, new_max_offset = self.max_timestamp, self.offset_of_max_timestamp
         if self.bytes_since_index_entry <= index_interval:
-            return _IndexPlan(None, None, new_max, new_max_offset)
-        return _IndexPlan(
+            return _index_plan(None, None, new_max, new_max_offset)
+        return _index_plan(
             self.offset_index.encode_entry(last_offset, position),
             self.time_index.encode_entry_if_newer(new_max, new_max_offset),
             new_max,
@@ -418,7 +431,7 @@ class Segment:
                 chunk, chunk_at, at = self._read_ahead(position, HEADER_SIZE, self.size, batch_length), position, 0
             base_offset, batch_length, last_offset_delta = _SCAN_FIELDS.unpack_from(chunk, at)
             if base_offset + last_offset_delta >= offset:
-                return _Found(position, unpack_header(chunk, at), chunk, chunk_at)
+                return _found(position, unpack_header(chunk, at), chunk, chunk_at)
             position += batch_length + LOG_OVERHEAD
         return None
 
