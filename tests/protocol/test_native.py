@@ -189,3 +189,23 @@ def test_no_compiled_module_copies_a_constant_of_an_interpreted_one() -> None:
             if copied:
                 found.append(f"{name} imports {sorted(copied)} from {node.module}")
     assert not found, found
+
+
+def test_no_compiled_module_tests_isinstance_against_a_union() -> None:
+    """`isinstance(x, A | B)` in a compiled module builds the union `A | B` on every call (two `type.__or__` calls and
+    an object); a tuple of classes is checked class by class in C. The Python form behaves the same either way."""
+    src = Path(__file__).resolve().parents[2] / "src"
+    found: list[str] = []
+    for name in native.COMPILED_MODULES:
+        path = Path(native.source_path(name, str(src)))
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in ("isinstance", "issubclass")
+                and len(node.args) == 2
+                and isinstance(node.args[1], ast.BinOp)
+                and isinstance(node.args[1].op, ast.BitOr)
+            ):
+                found.append(f"{path.relative_to(src)}:{node.lineno}: {ast.unparse(node)}")
+    assert not found, found

@@ -97,7 +97,7 @@ def encode_fetch_body(
                 pieces.append(_NO_PREFERRED_REPLICA)
             if records is None:
                 pieces.append(_NULL_FLEXIBLE if flexible else _NULL_LEGACY)
-            elif isinstance(records, bytes | bytearray | memoryview):
+            elif isinstance(records, (bytes, bytearray, memoryview)):  # a tuple: `A | B` is built on every call
                 size = len(records)
                 pieces.append(encode_unsigned_varint(size + 1) if flexible else _INT32.pack(size))
                 pieces.append(records)
@@ -124,7 +124,7 @@ def _topic_key(topic: str | uuid.UUID | None, version: int, flexible: bool) -> b
             return _NULL_ID
         if not isinstance(topic, uuid.UUID):
             raise ValueError(f"Fetch v{version} names a topic by its id, not {topic!r}")
-        return topic.bytes
+        return topic.int.to_bytes(16, "big")  # `UUID.bytes`, without its Python property call
     if not isinstance(topic, str):
         raise ValueError(f"Fetch v{version} names a topic by its name, not {topic!r}")
     return encode_string(topic, flexible)

@@ -226,14 +226,14 @@ async def dispatch(
         session.mute(throttle_ms, now)
         if api_key in _QUOTA_KEYS and security.quotas.enforced:
             answer = _with_quota(ctx, frame, response, session, security, stats, began, throttle_ms)
-            if answer is None or isinstance(answer, bytes | SplicedFrame):
+            if answer is None or isinstance(answer, (bytes, SplicedFrame)):
                 stats.latency.observe(perf_counter() - began)
             return answer
         if throttle_ms and response is not None:
             response = _later_throttled(schema, response, throttle_ms)
     elif api_key in _QUOTA_KEYS and security.quotas.enforced:
         answer = _with_quota(ctx, frame, response, session, security, stats, began)
-        if answer is None or isinstance(answer, bytes | SplicedFrame):
+        if answer is None or isinstance(answer, (bytes, SplicedFrame)):
             stats.latency.observe(perf_counter() - began)
         return answer
     if response is None:

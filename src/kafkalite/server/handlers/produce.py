@@ -167,7 +167,7 @@ def _answer(ctx: RequestContext, appended: list[tuple[Any, str | None, list[_Out
         version,
         [
             (
-                topic_data.topic_id.bytes if by_id else topic_data.name,
+                topic_data.topic_id.int.to_bytes(16, "big") if by_id else topic_data.name,  # `UUID.bytes` is Python
                 [(o[0], o[3], o[4], o[5]) for o in outcomes],
             )
             for topic_data, _, outcomes in appended
