@@ -13,7 +13,8 @@ functions by their own time, with the calls per request it sees (not those insid
 the profile's overhead inflates every figure, so read its shares, not its times.
 
 `--read` times, after each such request, the read a consumer that keeps up makes next: the batch just appended, as
-a Fetch answer reads it (`Broker.fetch_for_send`, 1 MiB at most), for the file engine and the memory engine.
+a Fetch answer reads it (`Broker.fetch_for_send`, 1 MiB at most: the served handler calls the partition's
+`read_for_send` itself, without this method's lookup), for the file engine and the memory engine.
 """
 
 from __future__ import annotations

@@ -42,6 +42,7 @@ async def test_restart_keeps_topics_configs_messages_and_committed_offsets(files
         assert broker.cluster_id == cluster_id
         assert set(broker.topics) >= {TOPIC, "other", OFFSETS_TOPIC}
         assert broker.topic(TOPIC).topic_id == topic_id
+        assert broker.topic_by_id(topic_id) is broker.topic(TOPIC)  # the loaded topics are found by id too
         assert len(broker.topic(TOPIC).partitions) == 3
         assert broker.topic(TOPIC).config.overrides() == {"retention.ms": "-1", "max.partition.messages": "50"}
         assert broker.topic("other").config.overrides() == {"segment.bytes": "1024"}

@@ -95,7 +95,7 @@ class Broker:
         self._admin_lock = asyncio.Lock()  # topic create/delete/grow/alter: one at a time, each all or nothing
         self.stats = BrokerStats()  # counters read by `/metrics`; the wire server bumps its request counters here
         self._started = False
-        self._closed = False
+        self.closed = False  # once `close()` has begun: nothing more is appended (read it, never set it)
 
     # --- lifecycle --------------------------------------------------------------------------------------------
 
@@ -111,7 +111,7 @@ class Broker:
     @property
     def running(self) -> bool:
         """Started and not closed: serving produce, fetch and groups."""
-        return self._started and not self._closed
+        return self._started and not self.closed
 
     @property
     def data_dir(self) -> Path | None:
@@ -139,7 +139,7 @@ class Broker:
     async def _abandon_start(self) -> None:
         """A start that failed or was cancelled leaves the broker closed: what it opened is closed, then the data
         directory is unlocked (a later `start` raises `ClosedError`, as after `close`)."""
-        self._closed = True
+        self.closed = True
         try:
             await self._close()
         except Exception:
@@ -221,9 +221,9 @@ class Broker:
         await self._save_topic(topic)
 
     async def close(self) -> None:
-        if self._closed:
+        if self.closed:
             return
-        self._closed = True
+        self.closed = True
         try:
             await self._close()
         finally:  # last, and whatever failed before: the files are closed (or never will be by this broker)
@@ -248,7 +248,7 @@ class Broker:
         logger.info("Broker %d closed", self.node_id)
 
     def _check_open(self) -> None:
-        if self._closed:
+        if self.closed:
             raise ClosedError("the broker is closed")
 
     def _all_partitions(self) -> list[Partition]:

@@ -1,7 +1,7 @@
 """Zero-copy Fetch answers: the answer written without kio, the stored batches sent from the segment file (`sendfile`).
 
 How an answer is made (Kafka's way of serving consumers):
-  1. The Fetch handler reads each partition with `Broker.fetch_for_send`; a large read of the file engine comes back
+  1. The Fetch handler reads each partition with `Partition.read_for_send`; a large read of the file engine comes back
      as `storage.FileRecords` (a descriptor of our own, a position, a length). The handler's answer is a
      `FetchAnswer`: each partition's outcome as plain values, its records as `bytes` or as that `FileRecords`.
   2. Dispatch frames it (`FetchAnswer.frame`): `protocol.fetch_response` writes the body around the records, and a

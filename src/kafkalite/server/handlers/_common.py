@@ -6,7 +6,7 @@ import logging
 import uuid
 from typing import TYPE_CHECKING, Final
 
-from kafkalite.errors import KafkaLiteError, UnknownTopicError
+from kafkalite.errors import KafkaLiteError
 
 if TYPE_CHECKING:
     from kafkalite.broker import Broker
@@ -42,9 +42,5 @@ def topic_name_by_id(broker: Broker, topic_id: uuid.UUID | None) -> str | None:
     The all-zero id names no topic (kio reads it as None)."""
     if topic_id is None or topic_id.int == 0:
         return None
-    topic = broker.topics_by_id_number.get(topic_id.int)
+    topic = broker.topics_by_id_number.get(topic_id.int)  # `handlers.fetch._requested_names` has the same rule inline
     return None if topic is None else topic.name
-    try:
-        return broker.topic_by_id(topic_id).name
-    except UnknownTopicError:
-        return None

@@ -12,7 +12,8 @@ partition_max_bytes each partition, but the first batch found is always returned
 
 The answer is a `zero_copy.FetchAnswer`: each partition's outcome as plain values, framed when it is sent by
 `protocol.fetch_response` rather than built and written by kio (the Fetch answer of a consumer that keeps up cost
-more than the Produce request that carried its records). Partitions are read with `Broker.fetch_for_send`; a large
+more than the Produce request that carried its records). Partitions are read with `Partition.read_for_send`, found
+in `Broker.topics` (`Broker.fetch_for_send` answers the partitions the broker does not have, with their error); a large
 read of the file engine is a range of the segment file (`storage.FileRecords`), which the connection sends with
 `sendfile` (`server.zero_copy`). A read the answer does not use (over `max_bytes`, or a long poll reading again)
 releases its range at once. Each read looks the requested topics up again (by id from v13), so a topic deleted or
@@ -47,7 +48,7 @@ def _requested_names(ctx: RequestContext, req: Any) -> list[str | None]:
     """Each requested topic's name (v13+ requests name it by id), in request order; None for an id unknown here."""
     if ctx.schema.version < FIRST_TOPIC_ID_VERSION:
         return [str(topic.topic) for topic in req.topics]
-    by_id = ctx.broker.topics_by_id_number  # `_common.topic_name_by_id`, here without a Python call per topic
+    by_id = ctx.broker.topics_by_id_number  # `_common.topic_name_by_id`'s rule, here without a Python call per topic
     names: list[str | None] = []
     for topic in req.topics:
         topic_id: uuid.UUID | None = topic.topic_id

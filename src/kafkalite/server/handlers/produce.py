@@ -77,10 +77,11 @@ async def _append_partition(
     if records is None:
         return _failed(index, CORRUPT_MESSAGE, "null records")
     try:
-        known = ctx.broker.topics.get(topic) if transactional_id is None else None
+        broker = ctx.broker
+        known = broker.topics.get(topic) if transactional_id is None and not broker.closed else None
         if known is not None and 0 <= index < len(known.partitions):
-            # What `Broker.append` does for a batch outside transactions, without its interpreted frame: the
-            # partition's own checks and write (a closed log refuses it there).
+            # What `Broker.append` does for a batch outside transactions to a partition it has, while it is open,
+            # without its interpreted frame; anything else goes through it, and gets its error there.
             result = await known.partitions[index].append(records)
         else:
             result = await ctx.broker.append(
