@@ -16,6 +16,7 @@ import pytest
 
 from kafkalite.protocol.records import RecordToWrite, build_batch, iter_records, read_batches
 from security.wire_client import WireClient
+from wire_requests import consumer_fetch
 
 from .served import ServedBroker
 
@@ -60,20 +61,7 @@ async def read_committed(client: WireClient) -> tuple[list[bytes], int]:
         log_start_offset=-1,
     )
     topic = client.nested(1, 12, "FetchTopic", topic=TOPIC, partitions=[partition])
-    response = await client.request(
-        1,
-        12,
-        replica_id=-1,
-        max_wait=0,
-        min_bytes=0,
-        max_bytes=1 << 20,
-        isolation_level=1,
-        session_id=0,
-        session_epoch=-1,
-        topics=[topic],
-        forgotten_topics_data=[],
-        rack_id="",
-    )
+    response = await client.request(1, 12, **consumer_fetch([topic], min_bytes=0, isolation_level=1))
     data = response.responses[0].partitions[0]
     pending = sorted((a.first_offset, a.producer_id) for a in data.aborted_transactions or [])
     records = data.records or b""

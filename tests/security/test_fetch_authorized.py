@@ -18,6 +18,7 @@ from kafkalite.protocol.wire import ApiKey
 from kafkalite.server import KafkaServer
 from kafkalite.server.dispatch import supported_ranges
 from kafkalite.storage.file_records import ZERO_COPY_MIN_BYTES
+from wire_requests import consumer_fetch
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -69,18 +70,7 @@ async def _fetch(client: WireClient, server: KafkaServer, version: int) -> dict[
         )
         for name in (READABLE, HIDDEN)
     ]
-    answer = await client.request(
-        1,
-        version,
-        replica_id=-1,
-        max_wait=0,
-        min_bytes=1,
-        max_bytes=1 << 20,
-        isolation_level=0,
-        topics=requested,
-        forgotten_topics_data=[],
-        rack_id="",
-    )
+    answer = await client.request(1, version, **consumer_fetch(requested))
     by_id = {topic.topic_id: topic.name for topic in topics.values()}
     return {
         (by_id[topic.topic_id] if version >= 13 else topic.topic): topic.partitions[0] for topic in answer.responses

@@ -18,6 +18,7 @@ from kafkalite.protocol.records import RecordToWrite, build_batch
 from kafkalite.protocol.wire import ApiKey
 from kafkalite.server.zero_copy import FetchAnswer, SplicedFrame, failed_partition
 from kafkalite.storage import FileRecords
+from wire_requests import consumer_fetch
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -109,23 +110,8 @@ async def test_a_long_poll_by_id_across_a_replaced_topic_answers_unknown_topic_i
         1, 13, "FetchPartition", partition=0, fetch_offset=0, partition_max_bytes=1 << 20,
         current_leader_epoch=-1, last_fetched_epoch=-1, log_start_offset=-1,
     )  # fmt: skip
-    waiting = asyncio.ensure_future(
-        raw.request(
-            1,
-            13,
-            cluster_id=None,
-            replica_id=-1,
-            max_wait=1500,
-            min_bytes=1,
-            max_bytes=1 << 20,
-            isolation_level=0,
-            session_id=0,
-            session_epoch=-1,
-            forgotten_topics_data=[],
-            rack_id="",
-            topics=[raw.nested(1, 13, "FetchTopic", topic_id=old.topic_id, partitions=[partition])],
-        )
-    )
+    topic = raw.nested(1, 13, "FetchTopic", topic_id=old.topic_id, partitions=[partition])
+    waiting = asyncio.ensure_future(raw.request(1, 13, **consumer_fetch([topic], max_wait=1500)))
     await asyncio.sleep(0.3)  # the Fetch is waiting on the old topic's partition
     await broker.delete_topic("replaced")
     await broker.create_topic("replaced", 1)

@@ -15,6 +15,7 @@ from conftest import RawClient
 from kafkalite.broker import Broker
 from kafkalite.protocol.records import RecordToWrite, build_batch
 from kafkalite.server.dispatch import ServerInfo, dispatch
+from wire_requests import consumer_fetch
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -42,10 +43,7 @@ async def _produce(broker: Broker, version: int, name: str, index: int, records:
 async def _fetch(broker: Broker, version: int, topic_id: uuid.UUID, name: str, index: int) -> Any:
     partition = RAW.nested(1, version, "FetchPartition", partition=index, fetch_offset=0, partition_max_bytes=1 << 20)
     topic = RAW.nested(1, version, "FetchTopic", topic=name, topic_id=topic_id, partitions=[partition])
-    frame = RAW.encode(
-        1, version, replica_id=-1, max_wait=0, min_bytes=1, max_bytes=1 << 20, isolation_level=0, topics=[topic],
-        forgotten_topics_data=[], rack_id="",
-    )  # fmt: skip
+    frame = RAW.encode(1, version, **consumer_fetch([topic]))
     answer = await dispatch(broker, SERVER, frame[4:], "127.0.0.1")
     assert type(answer) is bytes  # the memory engine's records: no range of a file to send
     return RAW.decode_response(1, version, answer[4:]).responses[0].partitions[0]

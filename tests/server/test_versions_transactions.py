@@ -15,6 +15,7 @@ from kafkalite.broker import Broker
 from kafkalite.protocol.records import RecordToWrite, build_batch
 from kafkalite.protocol.wire import ApiKey
 from kafkalite.server.dispatch import supported_ranges
+from wire_requests import consumer_fetch
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -209,20 +210,7 @@ async def fetch_committed(raw: Any, offset: int, version: int = 12) -> tuple[int
         log_start_offset=-1,
     )
     topic = raw.nested(1, version, "FetchTopic", topic=TOPIC, partitions=[partition])
-    response = await raw.request(
-        1,
-        version,
-        replica_id=-1,
-        max_wait=0,
-        min_bytes=0,
-        max_bytes=1 << 20,
-        isolation_level=1,
-        session_id=0,
-        session_epoch=-1,
-        topics=[topic],
-        forgotten_topics_data=[],
-        rack_id="",
-    )
+    response = await raw.request(1, version, **consumer_fetch([topic], min_bytes=0, isolation_level=1))
     data = response.responses[0].partitions[0]
     assert data.error_code == 0
     aborted = [(a.producer_id, a.first_offset) for a in data.aborted_transactions or []]
