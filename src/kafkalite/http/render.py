@@ -2,25 +2,23 @@
 
 Autoescaping is on for every template: keys, values, headers, topic and group names are untrusted input shown in
 the page. Helpers here turn numbers into what people read (sizes, times, counts); nothing reads the broker.
+
+Jinja is imported and its environment built on the first page rendered, not when the console starts: a broker
+whose console only ever answers `/metrics` and the health checks never pays for it (about a quarter of the
+console's start-up imports, `docs/benchmarks.md`).
 """
 
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 import string
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-import jinja2
-
-_env = jinja2.Environment(
-    loader=jinja2.PackageLoader("kafkalite.http", "templates"),
-    autoescape=True,
-    undefined=jinja2.StrictUndefined,
-    trim_blocks=True,
-    lstrip_blocks=True,
-)
+if TYPE_CHECKING:
+    import jinja2
 
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
 _PRINTABLE = frozenset(string.printable) - frozenset("\t\n\r\x0b\x0c")
@@ -101,15 +99,27 @@ def url_part(value: Any) -> str:
     return quote(str(value), safe="")
 
 
-_env.filters.update(
-    bytes=human_bytes,
-    count=human_count,
-    ts=timestamp,
-    duration=duration,
-    retention=retention,
-    q=url_part,
-)
+@functools.cache
+def _environment() -> jinja2.Environment:
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("kafkalite.http", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(
+        bytes=human_bytes,
+        count=human_count,
+        ts=timestamp,
+        duration=duration,
+        retention=retention,
+        q=url_part,
+    )
+    return env
 
 
 def render(template: str, **context: Any) -> str:
-    return _env.get_template(template).render(**context)
+    return _environment().get_template(template).render(**context)

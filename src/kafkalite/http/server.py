@@ -17,7 +17,7 @@ scripts and styles, so a value shown in a page can never run as script and the c
 from __future__ import annotations
 
 import dataclasses
-import importlib.metadata
+import functools
 import logging
 import secrets
 from collections import OrderedDict
@@ -73,10 +73,16 @@ class Console:
     broker: Broker
     guard: Guard
     listeners: Sequence[str]
-    version: str
     kafka_ready: bool = True
     logins: Logins | None = None  # None: the broker does not authenticate and the console needs no login
     notices: OrderedDict[str, tuple[str, str]] = field(default_factory=OrderedDict)
+
+    @functools.cached_property
+    def version(self) -> str:
+        """KafkaLite's installed version, read on the first page (`importlib.metadata` imports the email parser)."""
+        import importlib.metadata
+
+        return importlib.metadata.version("kafkalite")
 
     def notice(self, message: str, level: str = "ok") -> str:
         """Keep a one-shot message for the page a POST redirects to; returns its id for `?notice=`."""
@@ -225,8 +231,7 @@ def build_app(
     from kafkalite.http import dead_letters, groups, login, messages, overview, topics
 
     app = web.Application(middlewares=[_protect], client_max_size=2 * 1024 * 1024)
-    version = importlib.metadata.version("kafkalite")
-    app[CONSOLE] = Console(broker, guard, tuple(listeners), version, logins=logins)
+    app[CONSOLE] = Console(broker, guard, tuple(listeners), logins=logins)
     app[REGISTRY] = registry_for(broker)
     app.router.add_get("/healthz", _healthz)
     app.router.add_get("/readyz", _readyz)
