@@ -10,7 +10,8 @@ Subjects, started in turn every round (A B C D, A B C D, ...) so machine load hi
 - `serve, cold`: the same with no bytecode for KafkaLite's modules and none written (`PYTHONDONTWRITEBYTECODE=1`):
   what the very first start of an uncompiled source tree costs, and every start when bytecode cannot be written;
 - `serve + console, warm`: the default `kafkalite serve` (web console and /metrics on a free port);
-- with `--baseline COMMIT`, the same three for `src/kafkalite` as of that commit (`git archive`), in the same rounds.
+- with `--baseline COMMIT`, the same three for `src/kafkalite` as of that commit (`git archive`, with this tree's
+  compiled extensions, which it uses only if its compiled modules' sources are unchanged), in the same rounds.
 
 The two bytecode states are two copies of the package under test in a temporary directory, put first on
 `PYTHONPATH` (one compiled with `compileall`, one never compiled), so the bench leaves the source tree alone. Third
@@ -99,12 +100,27 @@ def _package_under_test() -> Path:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
-def _package_at(commit: str, root: Path) -> Path:
-    """`src/kafkalite` as it was at `commit` of this repository (`git archive`), unpacked under `root`."""
+def _package_at(commit: str, root: Path, compiled_from: Path) -> Path:
+    """`src/kafkalite` as it was at `commit` of this repository (`git archive`), unpacked under `root`, with the
+    compiled extensions of `compiled_from` and their record of sources copied in. Those are used only where the
+    commit's sources match the record (`kafkalite.protocol.native`), so a commit that changed no compiled module is
+    measured compiled, as installed, and one that did is measured as Python (`_compiled_or_why_not` says which)."""
     root.mkdir(parents=True)
     archive = subprocess.run(["git", "archive", commit, "src/kafkalite"], check=True, capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(root)], input=archive, check=True)
-    return root / "src" / "kafkalite"
+    package = root / "src" / "kafkalite"
+    for built in [*compiled_from.rglob("*.so"), *compiled_from.rglob("_native.sources")]:
+        target = package / built.relative_to(compiled_from)
+        if target.parent.is_dir():
+            shutil.copy2(built, target)
+    return package
+
+
+def _compiled_or_why_not(package: Path) -> str:
+    """Whether `package` (a copy on PYTHONPATH) runs its compiled modules, as `kafkalite.protocol.native` decides."""
+    check = "from kafkalite.protocol import native; print(native.status().not_used_because or 'compiled')"
+    env = {**os.environ, "PYTHONPATH": str(package.parent)}
+    return subprocess.run([sys.executable, "-c", check], env=env, capture_output=True, text=True).stdout.strip()
 
 
 def _copies(package: Path, root: Path) -> tuple[Path, Path]:
@@ -144,10 +160,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as root:
         floor = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         runs = [Subject("python -c pass", [sys.executable, "-c", "pass"], floor, None)]
-        runs += subjects(*_copies(_package_under_test(), Path(root) / "this"))
+        package = _package_under_test()
+        runs += subjects(*_copies(package, Path(root) / "this"))
         if args.baseline:
-            baseline = _package_at(args.baseline, Path(root) / "archive")
+            baseline = _package_at(args.baseline, Path(root) / "archive", package)
             runs += subjects(*_copies(baseline, Path(root) / "baseline"), f" ({args.baseline})")
+            print(f"{args.baseline}: {_compiled_or_why_not(baseline)}; this tree: {_compiled_or_why_not(package)}")
         samples: dict[str, list[Sample]] = {s.name: [] for s in runs}
         for _ in range(args.rounds):
             for subject in runs:
