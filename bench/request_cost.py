@@ -1,7 +1,7 @@
 """What one small Produce request costs the broker, and what that does to latency near saturation.
 
     .venv/bin/python -m bench.request_cost [--rate 10000] [--seconds 8] [--rounds 3] [--fsync never]
-                                           [--baseline DIR ...]
+                                           [--engine file] [--baseline DIR ...]
 
 The end-to-end row of `python -m bench` sends 100 B records at a fixed rate with `linger.ms=0`, so nearly every
 record is its own Produce request; it measures the broker's cost per request more than anything else. This runs the
@@ -11,7 +11,13 @@ same traffic against `kafkalite serve` from this tree and from each `--baseline`
 - the producer's acknowledgement latency (produce() to delivery report: the broker's answer, no consumer involved)
   and the end-to-end latency (produce() to a consumer in another process seeing the record), p50 and p99;
 - the broker process's CPU share over the sending window (user + system, all its threads; 100% = one core);
+- how long the main threads of the broker, the sender and the receiver were runnable but waiting for a CPU over the
+  window (schedstat in proc(5)), as a share of it: on a host with fewer cores than busy threads, the time a queue
+  of requests grows while the broker cannot run;
 - Produce requests per second and records per request, from librdkafka's statistics.
+
+`--engine memory` serves from memory (`--data-dir memory`) instead of files, so a file engine's tail can be told from
+the host's.
 
 A broker whose CPU share nears 100% at this rate is at saturation: queues form and the p99 runs away, so a few
 percent of cost per request decide the tail. Medians over rounds; the machine is shared, so compare within a run.
@@ -64,14 +70,20 @@ def _percentile_ms(values: list[int], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] / 1e6
 
 
-def measure(source: Path, fsync: str, rate: int, seconds: float) -> dict[str, float]:
-    """One run against `kafkalite serve` from `source`/src."""
+def _waiting_s(pid: int) -> float:
+    """How long process `pid`'s main thread has been runnable but waiting for a CPU so far (schedstat, proc(5))."""
+    return int(Path(f"/proc/{pid}/schedstat").read_text().split()[1]) / 1e9
+
+
+def measure(source: Path, fsync: str, rate: int, seconds: float, engine: str = "file") -> dict[str, float]:
+    """One run against `kafkalite serve` from `source`/src, storing in files or (`engine` "memory") in memory."""
     with tempfile.TemporaryDirectory(prefix="kl-request-cost-") as data:
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
         serve = [sys.executable, "-m", "kafkalite.cli", "serve", "--host", "127.0.0.1", "--port", str(port)]
-        serve += ["--data-dir", data, "--fsync", fsync, "--log-level", "WARNING", "--no-http"]
+        serve += ["--data-dir", "memory" if engine == "memory" else data, "--fsync", fsync]
+        serve += ["--log-level", "WARNING", "--no-http"]
         broker = subprocess.Popen(
             serve, env={**os.environ, "PYTHONPATH": str(source / "src")}, stdout=subprocess.PIPE, text=True
         )
@@ -113,6 +125,8 @@ def _drive(pid: int, port: int, rate: int, seconds: float) -> dict[str, float]:
     receiver.start()
     time.sleep(2)  # the consumer connected and positioned
     cpu_began = process_cpu_seconds(pid)
+    main_threads = {"broker": pid, "sender": os.getpid(), "receiver": receiver.pid or 0}
+    waited = {name: _waiting_s(thread) for name, thread in main_threads.items()}
     began = time.perf_counter()
     sent = 0
     while sent < count:
@@ -124,6 +138,7 @@ def _drive(pid: int, port: int, rate: int, seconds: float) -> dict[str, float]:
         time.sleep(max(0.0, began + sent / rate - time.perf_counter()))
     window_s = time.perf_counter() - began
     cpu_s = process_cpu_seconds(pid) - cpu_began
+    waited = {name: _waiting_s(main_threads[name]) - before for name, before in waited.items()}
     producer.flush(60)
     ages: list[int] = out.get(timeout=180)
     receiver.join(10)
@@ -137,6 +152,7 @@ def _drive(pid: int, port: int, rate: int, seconds: float) -> dict[str, float]:
         "end-to-end p50 (ms)": _percentile_ms(ages, 0.5),
         "end-to-end p99 (ms)": _percentile_ms(ages, 0.99),
         "broker CPU (%)": 100 * cpu_s / window_s,
+        **{f"{name} main thread waiting for a CPU (%)": 100 * s / window_s for name, s in waited.items()},
         "records per request": final.get("txmsgs", 0) / max(1, requests),
     }
 
@@ -147,19 +163,21 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--fsync", choices=("always", "never"), default="never")
+    parser.add_argument("--engine", choices=("file", "memory"), default="file", help="memory: --data-dir memory")
     parser.add_argument("--baseline", type=Path, action="append", default=[], help="another source tree")
     args = parser.parse_args()
     sources = {"this tree": HERE, **{f"{path.name}": path.resolve() for path in args.baseline}}
     samples: dict[str, dict[str, list[float]]] = {name: {} for name in sources}
     for round_number in range(1, args.rounds + 1):
         for name, source in sources.items():
-            result = measure(source, args.fsync, args.rate, args.seconds)
+            result = measure(source, args.fsync, args.rate, args.seconds, args.engine)
             for metric, value in result.items():
                 samples[name].setdefault(metric, []).append(value)
             shown = ", ".join(f"{metric} {value:.2f}" for metric, value in result.items())
             print(f"round {round_number} · {name}: {shown}", file=sys.stderr, flush=True)
     metrics = list(next(iter(samples.values())))
-    print(f"\n{args.rate:,} records/s of 100 B, linger.ms=0, acks=1, fsync={args.fsync}; medians of {args.rounds}")
+    stored = "in memory" if args.engine == "memory" else f"fsync={args.fsync}"
+    print(f"\n{args.rate:,} records/s of 100 B, linger.ms=0, acks=1, {stored}; medians of {args.rounds}")
     print("| metric | " + " | ".join(sources) + " |")
     print("|---|" + "---:|" * len(sources))
     for metric in metrics:
