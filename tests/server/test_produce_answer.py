@@ -103,6 +103,8 @@ async def test_a_sync_wait_cancelled_under_a_many_partition_answer_is_not_taken_
     """`gather(return_exceptions=True)` hands a child's cancellation back as a value: it must not answer success."""
 
     class Broker:
+        topics: dict[str, Any] = {}  # a partition the handler cannot find goes through make_durable
+
         async def make_durable(self, topic: str, partition: int) -> None:
             if partition == 1:
                 raise asyncio.CancelledError

@@ -428,6 +428,28 @@ async def test_a_cancelled_caller_leaves_the_others_waiting_for_their_round(tmp_
     log.close()
 
 
+async def test_callers_all_cancelled_mid_round_start_no_further_round(tmp_path: Path) -> None:
+    """The round under way ends as usual; with nobody left waiting, no round follows it, and the next caller gets a
+    round of its own."""
+    log, ops = await _log_with_gated_fsyncs(tmp_path)
+    append(log, make_batch(1))
+    first = [asyncio.create_task(log.sync()) for _ in range(2)]
+    await _fsync_started(ops)
+    append(log, make_batch(1))  # not covered by the round under way
+    later = asyncio.create_task(log.sync())
+    await asyncio.sleep(0.01)
+    for task in (*first, later):
+        task.cancel()
+    ops.fsync_permits.release()
+    await asyncio.gather(*first, later, return_exceptions=True)
+    assert not await asyncio.to_thread(ops.fsync_entered.acquire, True, 0.1)  # no round for the cancelled caller
+    assert ops.fsyncs == 1
+    ops.fsync_permits.release()
+    await asyncio.wait_for(log.sync(), 5)  # the append nobody waited for is synced by the next caller's round
+    assert ops.fsyncs == 2
+    _close_ungated(log, ops)
+
+
 async def test_a_failed_round_fails_every_caller_still_waiting(tmp_path: Path) -> None:
     """Those covered by the round and those that appended while it ran: the log stops for writes either way."""
     log, ops = await _log_with_gated_fsyncs(tmp_path)

@@ -36,9 +36,11 @@ Durability (group commit): `append` writes to the page cache and bumps `_write_s
 completed fsync round covers the caller's sequence: a round snapshots the sequence and the segments written since the
 last round, and fsyncs their `.log` files (plus the directory when segments were created or deleted) in a worker
 thread (`group_commit`: one thread runs the rounds of every log in batches), on duplicated file descriptors, so the
-event loop never blocks and closing a segment cannot pull a descriptor away from a running fsync. A caller arriving
-while a round is in flight waits for it, then for the next round, which one of those waiting starts; every caller
-waiting at that moment shares it. `fsync=False` turns `sync` into a no-op
+event loop never blocks and closing a segment cannot pull a descriptor away from a running fsync. Each caller waits
+on a future of its own, listed with its sequence; one task (`_sync_rounds`) runs round after round while any caller
+is left whose sequence no finished round covers, and resolves each caller as a round covers it (a caller arriving
+during a round waits for the next one, which every caller waiting at that moment shares). A failed round passes its
+error to every caller waiting then; a cancelled caller leaves the rounds alone. `fsync=False` turns `sync` into a no-op
 and every fsync above into nothing (the checkpoint files are still renamed into place, which is enough for kill -9).
 A failed fsync stops the log for writes (appends and syncs raise `StorageError`; reads go on) until it is reopened:
 the kernel may have dropped the dirty pages and would let a later fsync succeed over the hole.
@@ -152,7 +154,8 @@ class PartitionLog(SegmentedLog[Segment]):
         self._unsynced_segments: dict[int, Segment] = {segments[-1].base_offset: segments[-1]}
         self._unsynced_txn_index: set[Path] = set()  # `.txnindex` files an abort was appended to since the last round
         self._directory_unsynced = True
-        self._sync_round: asyncio.Task[None] | None = None
+        self._sync_task: asyncio.Task[None] | None = None  # `_sync_rounds`, while callers of `sync` wait
+        self._sync_waiters: list[tuple[int, asyncio.Future[None]]] = []  # (sequence awaited, its caller's future)
         self.sync_stats: SyncStats | None = None  # the broker's fsync-round counters (`/metrics`), when it keeps them
         # Recovery point: `open` leaves everything below the log end on disk. Rolled segments wait in `_rolled` (with
         # the offset they end at) until the checkpoint task has flushed them; `_checkpoint_lock` makes "is this value
@@ -452,10 +455,14 @@ class PartitionLog(SegmentedLog[Segment]):
         if self._rolled and self._checkpoint_task is None:  # rolled outside a loop, or the last checkpoint failed
             self._start_checkpoint()
         target = self._write_sequence
-        while self._synced_sequence < target:
-            if self._sync_round is None:
-                self._sync_round = asyncio.get_running_loop().create_task(self._run_sync_round())
-            await asyncio.shield(self._sync_round)
+        if self._synced_sequence >= target:
+            return
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[None] = loop.create_future()  # its own: cancelling it cancels no round
+        self._sync_waiters.append((target, waiter))
+        if self._sync_task is None:
+            self._sync_task = loop.create_task(self._sync_rounds())
+        await waiter
 
     async def checkpointed(self) -> None:
         """Wait until the recovery point covers the segments rolled so far (or their checkpoint failed, which leaves
@@ -664,6 +671,37 @@ class PartitionLog(SegmentedLog[Segment]):
             raise
         return opened
 
+    async def _sync_rounds(self) -> None:
+        """Run rounds until no caller of `sync` is left waiting, resolving each one as a round covers its sequence."""
+        waiters = self._sync_waiters
+        try:
+            while waiters:
+                try:
+                    await self._run_sync_round()
+                except Exception as exc:  # every caller waiting now had the round that failed as its next one
+                    for _, waiter in waiters:
+                        if not waiter.done():
+                            waiter.set_exception(exc)
+                    waiters.clear()
+                    return
+                synced = self._synced_sequence
+                left = []
+                for target, waiter in waiters:
+                    if waiter.done():  # cancelled: nobody to tell
+                        continue
+                    if target <= synced:
+                        waiter.set_result(None)
+                    else:
+                        left.append((target, waiter))
+                waiters[:] = left
+        except BaseException:  # cancelled (the loop is closing): so are the callers, as their round is
+            for _, waiter in waiters:
+                waiter.cancel()
+            waiters.clear()
+            raise
+        finally:
+            self._sync_task = None
+
     async def _run_sync_round(self) -> None:
         """One group-commit round: fsync what was written before it started, in a worker thread."""
         sequence = self._write_sequence
@@ -681,7 +719,6 @@ class PartitionLog(SegmentedLog[Segment]):
         except StorageError:
             for fd, _ in fds:
                 self._ops.close(fd)
-            self._sync_round = None
             self._unsynced_segments.update((segment.base_offset, segment) for segment in segments)
             self._unsynced_txn_index.update(txn_indexes)
             self._directory_unsynced |= sync_directory
@@ -701,8 +738,6 @@ class PartitionLog(SegmentedLog[Segment]):
             if self.sync_stats is not None:
                 self.sync_stats.record(time.perf_counter() - began, sequence - self._synced_sequence)
             self._synced_sequence = max(self._synced_sequence, sequence)
-        finally:
-            self._sync_round = None
 
     def _fsync_descriptors(self, fds: list[tuple[int, Path]], sync_directory: bool) -> None:
         """Runs in a worker thread: fsync each duplicated descriptor (then close it) and the directory."""

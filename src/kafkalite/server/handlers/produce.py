@@ -35,7 +35,8 @@ partitions); tests/protocol/test_produce_response.py holds it byte-equal to kio.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any
 
 from kafkalite.errors import KafkaLiteError, ProtocolError
 from kafkalite.protocol.produce_response import FIRST_TOPIC_ID_VERSION, encode_accepted
@@ -49,6 +50,9 @@ from kafkalite.server.handlers._common import (
     topic_name_by_id,
 )
 from kafkalite.server.handlers._transactions import refused
+
+if TYPE_CHECKING:
+    from kafkalite.broker import Broker
 
 INVALID_REQUIRED_ACKS = 21
 FIRST_IMPLICIT_ADD = 12  # KIP-890 part 2: a transactional batch adds its partition to the transaction
@@ -176,17 +180,26 @@ def _answer(ctx: RequestContext, appended: list[tuple[Any, str | None, list[_Out
     )
 
 
+def _made_durable(broker: Broker, topic: str, index: int) -> Awaitable[None]:
+    """What `Broker.make_durable` does (the caller checked `syncs_before_acks`) for a partition the broker has,
+    without its interpreted frame and lookups; anything else goes through it, and gets its error there."""
+    known = broker.topics.get(topic)
+    if known is not None and 0 <= index < len(known.partitions):
+        return known.partitions[index].log.sync()
+    return broker.make_durable(topic, index)
+
+
 async def _answer_when_durable(ctx: RequestContext, appended: list[tuple[Any, str | None, list[_Outcome]]]) -> Any:
     """Wait for every appended partition's sync (one round for all), then answer; a failed sync becomes its error."""
     synced = [(name, o[0]) for _, name, outcomes in appended if name is not None for o in outcomes if not o[1]]
     failed: dict[tuple[str, int], Exception] = {}
     if len(synced) == 1:  # the common case (librdkafka sends one partition a request): no task for gather to make
         try:
-            await ctx.broker.make_durable(*synced[0])
+            await _made_durable(ctx.broker, *synced[0])
         except Exception as e:
             failed[synced[0]] = e
     elif synced:
-        results = await asyncio.gather(*(ctx.broker.make_durable(*key) for key in synced), return_exceptions=True)
+        results = await asyncio.gather(*(_made_durable(ctx.broker, *key) for key in synced), return_exceptions=True)
         for result in results:
             if isinstance(result, BaseException) and not isinstance(result, Exception):
                 raise result  # a wait cancelled (the loop ending) is not a sync: answer nothing, as one partition does
