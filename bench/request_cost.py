@@ -40,7 +40,7 @@ from typing import Any
 
 import confluent_kafka
 
-from bench.machine import process_cpu_seconds
+from bench.machine import process_cpu_seconds, start_schedule
 
 HERE = Path(__file__).resolve().parent.parent
 TOPIC = "request-cost"
@@ -68,11 +68,6 @@ def _receive(port: int, count: int, out: Any) -> None:
 def _percentile_ms(values: list[int], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] / 1e6
-
-
-def _waiting_s(pid: int) -> float:
-    """How long process `pid`'s main thread has been runnable but waiting for a CPU so far (schedstat, proc(5))."""
-    return int(Path(f"/proc/{pid}/schedstat").read_text().split()[1]) / 1e9
 
 
 def measure(source: Path, fsync: str, rate: int, seconds: float, engine: str = "file") -> dict[str, float]:
@@ -126,7 +121,7 @@ def _drive(pid: int, port: int, rate: int, seconds: float) -> dict[str, float]:
     time.sleep(2)  # the consumer connected and positioned
     cpu_began = process_cpu_seconds(pid)
     main_threads = {"broker": pid, "sender": os.getpid(), "receiver": receiver.pid or 0}
-    waited = {name: _waiting_s(thread) for name, thread in main_threads.items()}
+    waited = {name: start_schedule(thread).waiting for name, thread in main_threads.items()}
     began = time.perf_counter()
     sent = 0
     while sent < count:
@@ -138,7 +133,7 @@ def _drive(pid: int, port: int, rate: int, seconds: float) -> dict[str, float]:
         time.sleep(max(0.0, began + sent / rate - time.perf_counter()))
     window_s = time.perf_counter() - began
     cpu_s = process_cpu_seconds(pid) - cpu_began
-    waited = {name: _waiting_s(main_threads[name]) - before for name, before in waited.items()}
+    waited = {name: start_schedule(main_threads[name]).waiting - before for name, before in waited.items()}
     producer.flush(60)
     ages: list[int] = out.get(timeout=180)
     receiver.join(10)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
@@ -99,11 +100,33 @@ async def test_a_v13_request_naming_the_null_topic_id_with_no_partitions_is_answ
     assert [t.partition_responses for t in response.responses] == [()]
 
 
-async def test_a_sync_wait_cancelled_under_a_many_partition_answer_is_not_taken_for_a_sync() -> None:
-    """`gather(return_exceptions=True)` hands a child's cancellation back as a value: it must not answer success."""
+class _Log:
+    def __init__(self, cancelled: bool) -> None:
+        self.cancelled = cancelled
+
+    async def sync(self) -> None:
+        if self.cancelled:
+            raise asyncio.CancelledError
+
+
+COMPILED = not produce.__file__.endswith(".py")  # compiled, the handler accepts real partitions only
+
+
+@pytest.mark.parametrize(
+    "known",
+    [
+        pytest.param(True, marks=pytest.mark.skipif(COMPILED, reason="fake partitions: the Python pass runs it")),
+        False,
+    ],
+    ids=["a partition the broker has", "through make_durable"],
+)
+async def test_a_sync_wait_cancelled_under_a_many_partition_answer_is_not_taken_for_a_sync(known: bool) -> None:
+    """`gather(return_exceptions=True)` hands a child's cancellation back as a value: it must not answer success,
+    whether the handler syncs the partition's log itself or (a partition it cannot find) through the broker."""
+    partitions = [SimpleNamespace(log=_Log(cancelled=index == 1)) for index in range(2)]
 
     class Broker:
-        topics: dict[str, Any] = {}  # a partition the handler cannot find goes through make_durable
+        topics: dict[str, Any] = {"t": SimpleNamespace(partitions=partitions)} if known else {}
 
         async def make_durable(self, topic: str, partition: int) -> None:
             if partition == 1:

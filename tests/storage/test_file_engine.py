@@ -450,6 +450,41 @@ async def test_callers_all_cancelled_mid_round_start_no_further_round(tmp_path: 
     _close_ungated(log, ops)
 
 
+async def test_callers_of_a_rounds_task_cancelled_before_it_ran_are_cancelled_and_the_next_sync_works(
+    tmp_path: Path,
+) -> None:
+    """A task cancelled before its first step never runs its body: its end (a done callback) still ends its callers'
+    waits instead of leaving them, and every later caller, waiting for ever."""
+    log = PartitionLog.open(tmp_path / "t-0", LogConfig(), file_ops=FailingOps())
+    await log.sync()
+    append(log, make_batch(1))
+    caller = asyncio.create_task(log.sync())
+    await asyncio.sleep(0)  # the caller listed its wait and made the rounds task, which has not run yet
+    rounds = log._sync_task
+    assert rounds is not None
+    rounds.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(caller, 5)
+    append(log, make_batch(1))
+    await asyncio.wait_for(log.sync(), 5)
+    log.close()
+
+
+def test_a_sync_left_pending_by_a_closed_loop_is_taken_over_by_the_next_loop(tmp_path: Path) -> None:
+    """A server run in a thread closes its loop with whatever was pending; the log's next caller, on another loop,
+    starts rounds of its own rather than waiting on a task that will never run again."""
+    log = PartitionLog.open(tmp_path / "t-0", LogConfig(), file_ops=FailingOps())
+    first = asyncio.new_event_loop()
+    append(log, make_batch(1))
+    abandoned = first.create_task(log.sync())
+    first.run_until_complete(asyncio.sleep(0))  # the caller waits and the rounds task is made, on `first`
+    first.close()
+    assert not abandoned.done()
+    append(log, make_batch(1))
+    asyncio.run(asyncio.wait_for(log.sync(), 5))
+    log.close()
+
+
 async def test_a_failed_round_fails_every_caller_still_waiting(tmp_path: Path) -> None:
     """Those covered by the round and those that appended while it ran: the log stops for writes either way."""
     log, ops = await _log_with_gated_fsyncs(tmp_path)

@@ -79,10 +79,14 @@ class Console:
 
     @functools.cached_property
     def version(self) -> str:
-        """KafkaLite's installed version, read on the first page (`importlib.metadata` imports the email parser)."""
+        """KafkaLite's installed version, read on the first page (`importlib.metadata` imports the email parser);
+        "unknown" when the package's metadata cannot be found (run from a source tree that was never installed)."""
         import importlib.metadata
 
-        return importlib.metadata.version("kafkalite")
+        try:
+            return importlib.metadata.version("kafkalite")
+        except importlib.metadata.PackageNotFoundError:
+            return "unknown"
 
     def notice(self, message: str, level: str = "ok") -> str:
         """Keep a one-shot message for the page a POST redirects to; returns its id for `?notice=`."""

@@ -38,10 +38,11 @@ last round, and fsyncs their `.log` files (plus the directory when segments were
 thread (`group_commit`: one thread runs the rounds of every log in batches), on duplicated file descriptors, so the
 event loop never blocks and closing a segment cannot pull a descriptor away from a running fsync. Each caller waits
 on a future of its own, listed with its sequence; one task (`_sync_rounds`) runs round after round while any caller
-is left whose sequence no finished round covers, and resolves each caller as a round covers it (a caller arriving
-during a round waits for the next one, which every caller waiting at that moment shares). A failed round passes its
-error to every caller waiting then; a cancelled caller leaves the rounds alone. `fsync=False` turns `sync` into a no-op
-and every fsync above into nothing (the checkpoint files are still renamed into place, which is enough for kill -9).
+is left whose sequence no finished round covers, and resolves each caller as a round covers it (a caller that
+appended after a round took its snapshot waits for the next one, which every caller waiting at that moment shares).
+A failed round passes its error to every caller waiting then; a cancelled caller leaves the rounds alone, and the
+callers of a cancelled rounds task are cancelled with it. `fsync=False` turns `sync` into a no-op and every fsync
+above into nothing (the checkpoint files are still renamed into place, which is enough for kill -9).
 A failed fsync stops the log for writes (appends and syncs raise `StorageError`; reads go on) until it is reopened:
 the kernel may have dropped the dirty pages and would let a later fsync succeed over the hole.
 Index files are fsynced only when their segment is rolled or the log closed: they are derived from the log, so
@@ -458,10 +459,18 @@ class PartitionLog(SegmentedLog[Segment]):
         if self._synced_sequence >= target:
             return
         loop = asyncio.get_running_loop()
+        task = self._sync_task
+        if task is not None and not task.done() and task.get_loop() is not loop:
+            if task.get_loop().is_running():
+                raise RuntimeError(f"{self.directory} is being synced from another event loop")
+            # Left pending by a loop that stopped or closed (a server run in a thread): it will never run again.
+            self._sync_waiters[:] = [(t, w) for t, w in self._sync_waiters if w.get_loop() is loop]
+            task = None
         waiter: asyncio.Future[None] = loop.create_future()  # its own: cancelling it cancels no round
         self._sync_waiters.append((target, waiter))
-        if self._sync_task is None:
+        if task is None or task.done():
             self._sync_task = loop.create_task(self._sync_rounds())
+            self._sync_task.add_done_callback(self._sync_rounds_ended)
         await waiter
 
     async def checkpointed(self) -> None:
@@ -674,33 +683,33 @@ class PartitionLog(SegmentedLog[Segment]):
     async def _sync_rounds(self) -> None:
         """Run rounds until no caller of `sync` is left waiting, resolving each one as a round covers its sequence."""
         waiters = self._sync_waiters
-        try:
-            while waiters:
-                try:
-                    await self._run_sync_round()
-                except Exception as exc:  # every caller waiting now had the round that failed as its next one
-                    for _, waiter in waiters:
-                        if not waiter.done():
-                            waiter.set_exception(exc)
-                    waiters.clear()
-                    return
-                synced = self._synced_sequence
-                left = []
-                for target, waiter in waiters:
-                    if waiter.done():  # cancelled: nobody to tell
-                        continue
-                    if target <= synced:
-                        waiter.set_result(None)
-                    else:
-                        left.append((target, waiter))
-                waiters[:] = left
-        except BaseException:  # cancelled (the loop is closing): so are the callers, as their round is
-            for _, waiter in waiters:
-                waiter.cancel()
-            waiters.clear()
-            raise
-        finally:
-            self._sync_task = None
+        while waiters:
+            try:
+                await self._run_sync_round()
+            except Exception as exc:  # every caller waiting now had the round that failed as its next one
+                _end_waits(waiters, exc)
+                return
+            synced = self._synced_sequence
+            left = []
+            for target, waiter in waiters:
+                if waiter.done():  # cancelled: nobody to tell
+                    continue
+                if target <= synced:
+                    waiter.set_result(None)
+                else:
+                    left.append((target, waiter))
+            waiters[:] = left
+
+    def _sync_rounds_ended(self, task: asyncio.Task[None]) -> None:
+        """The rounds task is done: callers still listed end with it when it was cancelled (the loop closing; also
+        before its first step, when its body never ran) or failed; a newer task, if any, serves them instead."""
+        if self._sync_task is not task:
+            return
+        self._sync_task = None
+        if task.cancelled():
+            _end_waits(self._sync_waiters, None)
+        elif (error := task.exception()) is not None:
+            _end_waits(self._sync_waiters, error)
 
     async def _run_sync_round(self) -> None:
         """One group-commit round: fsync what was written before it started, in a worker thread."""
@@ -785,6 +794,17 @@ class PartitionLog(SegmentedLog[Segment]):
                 f"{self.directory} refuses writes since an fsync failed ({self._fsync_failure}); "
                 "restart the broker to recover the log from disk"
             )
+
+
+def _end_waits(waiters: list[tuple[int, asyncio.Future[None]]], error: BaseException | None) -> None:
+    """Fail every caller still waiting with `error`, or cancel them (None), and forget them all."""
+    for _, waiter in waiters:
+        if not waiter.done():
+            if error is None:
+                waiter.cancel()
+            else:
+                waiter.set_exception(error)
+    waiters.clear()
 
 
 def _load_txn_index(
