@@ -26,7 +26,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from kafkalite.broker.fetch_data import FetchData, RecordsT
 from kafkalite.broker.log_reader import scan_batches
@@ -53,6 +53,9 @@ from kafkalite.protocol.records import (
     read_header,
 )
 from kafkalite.storage import AbortedTxn, FileRecords, Log
+
+if TYPE_CHECKING:
+    from kafkalite.broker.topic import Topic
 
 logger = logging.getLogger("kafkalite.partition")
 
@@ -467,3 +470,13 @@ def _batches_below(records: bytes, stable: int) -> tuple[int, int]:
         upper = base + int.from_bytes(records[pos + 23 : pos + 27], "big", signed=True) + 1
         pos += 12 + int.from_bytes(records[pos + 8 : pos + 12], "big", signed=True)
     return pos, upper
+
+
+def partition_of(topics: dict[str, Topic], name: str, index: int) -> Partition | None:
+    """Partition `index` of topic `name` in `topics` (`Broker.topics`), or None where there is none: the served
+    handlers' lookup, compiled, where `Broker.partition` is an interpreted frame that raises for a missing one (the
+    handlers then go through the broker's own method, which raises that error)."""
+    topic = topics.get(name)
+    if topic is None or not 0 <= index < len(topic.partitions):
+        return None
+    return topic.partitions[index]

@@ -33,6 +33,7 @@ import uuid
 from typing import Any
 
 from kafkalite.broker import Partition
+from kafkalite.broker.partition import partition_of
 from kafkalite.errors import KafkaLiteError
 from kafkalite.protocol.fetch_response import FIRST_TOPIC_ID_VERSION
 from kafkalite.protocol.wire import ApiKey
@@ -74,13 +75,11 @@ def _read_all(ctx: RequestContext, req: Any, names: list[str | None]) -> tuple[F
                 failed = True
                 continue
             limit = max(min(p.partition_max_bytes, budget), 0)  # a read returns its first batch whole, even past it
-            known = ctx.broker.topics.get(name)
+            known = partition_of(ctx.broker.topics, name, p.partition)
             try:
-                if known is not None and 0 <= p.partition < len(known.partitions):
+                if known is not None:
                     # `Broker.fetch_for_send` without its interpreted frame; it raises the unknown topic or partition
-                    data = known.partitions[p.partition].read_for_send(
-                        p.fetch_offset, limit, read_committed=read_committed
-                    )
+                    data = known.read_for_send(p.fetch_offset, limit, read_committed=read_committed)
                 else:
                     data = ctx.broker.fetch_for_send(
                         name, p.partition, p.fetch_offset, limit, read_committed=read_committed

@@ -38,6 +38,7 @@ import asyncio
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
+from kafkalite.broker.partition import partition_of
 from kafkalite.errors import KafkaLiteError, ProtocolError
 from kafkalite.protocol.produce_response import FIRST_TOPIC_ID_VERSION, encode_accepted
 from kafkalite.protocol.wire import ApiKey
@@ -82,11 +83,11 @@ async def _append_partition(
         return _failed(index, CORRUPT_MESSAGE, "null records")
     try:
         broker = ctx.broker
-        known = broker.topics.get(topic) if transactional_id is None and not broker.closed else None
-        if known is not None and 0 <= index < len(known.partitions):
+        known = partition_of(broker.topics, topic, index) if transactional_id is None and not broker.closed else None
+        if known is not None:
             # What `Broker.append` does for a batch outside transactions to a partition it has, while it is open,
             # without its interpreted frame; anything else goes through it, and gets its error there.
-            result = await known.partitions[index].append(records)
+            result = await known.append(records)
         else:
             result = await ctx.broker.append(
                 topic, index, records, transactional_id=transactional_id, implicit_add=ctx.version >= FIRST_IMPLICIT_ADD
@@ -183,10 +184,8 @@ def _answer(ctx: RequestContext, appended: list[tuple[Any, str | None, list[_Out
 def _made_durable(broker: Broker, topic: str, index: int) -> Awaitable[None]:
     """What `Broker.make_durable` does (the caller checked `syncs_before_acks`) for a partition the broker has,
     without its interpreted frame and lookups; anything else goes through it, and gets its error there."""
-    known = broker.topics.get(topic)
-    if known is not None and 0 <= index < len(known.partitions):
-        return known.partitions[index].log.sync()
-    return broker.make_durable(topic, index)
+    known = partition_of(broker.topics, topic, index)
+    return broker.make_durable(topic, index) if known is None else known.log.sync()
 
 
 async def _answer_when_durable(ctx: RequestContext, appended: list[tuple[Any, str | None, list[_Outcome]]]) -> Any:
