@@ -384,7 +384,7 @@ def baseline_peer(source: Path, fsync: str = "always") -> Peer:
     def argv(port: int, data_dir: Path) -> list[str]:
         return [
             *[sys.executable, "-m", "kafkalite.cli", "serve", "--host", HOST, "--port", str(port)],
-            *["--data-dir", str(data_dir), "--no-http", "--fsync", fsync, "--log-level", "WARNING"],
+            *["--data-dir", str(data_dir), "--http-port", "0", "--fsync", fsync, "--log-level", "WARNING"],
         ]
 
     name = f"kafkalite-{source.name}" + ("" if fsync == "always" else f"-{fsync}")
@@ -409,22 +409,25 @@ PEERS: list[Peer] = [
         "kafkalite",
         "KafkaLite",
         "kafka",
-        "`kafkalite serve --fsync always` (the default: acks=all answered after fsync, group commit), file storage",
-        _subprocess_peer("kafkalite", "kafka", kafkalite_argv("always"), r"KafkaLite ready on"),
+        "`kafkalite serve --fsync always` (the default: acks=all answered after fsync, group commit), file storage; "
+        "as every KafkaLite here, with its console on a free port, as `serve` starts by default (no workload opens it)",
+        _subprocess_peer("kafkalite", "kafka", kafkalite_argv("always", http=True), r"KafkaLite ready on"),
     ),
     Peer(
         "kafkalite-nofsync",
         "KafkaLite fsync=never",
         "kafka",
         "`kafkalite serve --fsync never`, file storage (page cache only)",
-        _subprocess_peer("kafkalite-nofsync", "kafka", kafkalite_argv("never"), r"KafkaLite ready on"),
+        _subprocess_peer("kafkalite-nofsync", "kafka", kafkalite_argv("never", http=True), r"KafkaLite ready on"),
     ),
     Peer(
         "kafkalite-memory",
         "KafkaLite in memory",
         "kafka",
         "`kafkalite serve --data-dir memory`: the memory engine, no files (as Tansu and the mock keep records here)",
-        _subprocess_peer("kafkalite-memory", "kafka", kafkalite_argv("never", memory=True), r"KafkaLite ready on"),
+        _subprocess_peer(
+            "kafkalite-memory", "kafka", kafkalite_argv("never", memory=True, http=True), r"KafkaLite ready on"
+        ),
     ),
     Peer(
         "tansu",

@@ -9,7 +9,9 @@ Subjects, started in turn every round (A B C D, A B C D, ...) so machine load hi
   every start of a pip-installed copy (pip compiles on install) and of a `make`-installed checkout runs;
 - `serve, cold`: the same with no bytecode for KafkaLite's modules and none written (`PYTHONDONTWRITEBYTECODE=1`):
   what the very first start of an uncompiled source tree costs, and every start when bytecode cannot be written;
-- `serve + console, warm`: the default `kafkalite serve` (web console and /metrics on a free port);
+- `serve + console, warm`: the default `kafkalite serve` (web console and /metrics on a free port). The console
+  loads on its first connection, so after the idle RSS this subject also times its first page (a GET of the console's
+  front page, from the request to the whole answer) and reads the RSS after it;
 - with `--baseline COMMIT`, the same three for `src/kafkalite` as of that commit (`git archive`, with this tree's
   compiled extensions, which it uses only if its compiled modules' sources are unchanged), in the same rounds.
 
@@ -18,7 +20,8 @@ The two bytecode states are two copies of the package under test in a temporary 
 party packages and the standard library keep the bytecode their installers wrote, as in a user's environment.
 
 Figures per subject: spawn → the ready line on stdout (wall, s), the process's CPU time (user + system) at that
-moment, and its RSS after `--settle` seconds idle. Medians over the rounds, with min–max.
+moment, its RSS after `--settle` seconds idle, and for the console subject its first page (s) and the RSS after it.
+Medians over the rounds, with min–max.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,6 +51,7 @@ class Subject:
     argv: list[str]
     env: dict[str, str]
     ready: str | None  # the stdout line prefix that means "started"; None: the process exit does
+    console: bool = False  # its ready line names a console: time the first page
 
 
 @dataclass(frozen=True)
@@ -54,6 +59,8 @@ class Sample:
     wall_s: float
     cpu_s: float
     rss_mb: float | None
+    first_page_s: float | None = None
+    rss_after_page_mb: float | None = None
 
 
 def _cpu_s(pid: int) -> float:
@@ -87,7 +94,14 @@ def one_run(subject: Subject, settle_s: float) -> Sample:
             raise SystemExit(f"{subject.name}: expected {subject.ready!r}, got {line!r}")
         cpu = _cpu_s(process.pid)
         time.sleep(settle_s)
-        return Sample(wall, cpu, _rss_mb(process.pid))
+        idle = _rss_mb(process.pid)
+        if not subject.console:
+            return Sample(wall, cpu, idle)
+        url = line.rsplit("; console ", 1)[1].strip()
+        asked = time.perf_counter()
+        with urllib.request.urlopen(url, timeout=30) as answer:
+            answer.read()
+        return Sample(wall, cpu, idle, time.perf_counter() - asked, _rss_mb(process.pid))
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=30)
@@ -143,7 +157,7 @@ def subjects(warm: Path, cold: Path, suffix: str = "") -> list[Subject]:
     return [
         Subject(f"serve, warm{suffix}", [*kafkalite, *SERVE, "--no-http"], warm_env, ready),
         Subject(f"serve, cold{suffix}", [*kafkalite, *SERVE, "--no-http"], cold_env, ready),
-        Subject(f"serve + console, warm{suffix}", [*kafkalite, *SERVE, "--http-port", "0"], warm_env, ready),
+        Subject(f"serve + console, warm{suffix}", [*kafkalite, *SERVE, "--http-port", "0"], warm_env, ready, True),
     ]
 
 
@@ -173,13 +187,16 @@ def main() -> None:
     print(f"rounds: {args.rounds}, alternating; Python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
     print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print()
-    print("| subject | spawn → ready (s) | CPU at ready (s) | idle RSS (MB) |")
-    print("|---|---:|---:|---:|")
+    print("| subject | spawn → ready (s) | CPU at ready (s) | idle RSS (MB) | first page (s) | RSS after it (MB) |")
+    print("|---|---:|---:|---:|---:|---:|")
     for name, taken in samples.items():
         rss = [s.rss_mb for s in taken if s.rss_mb is not None]
+        page = [s.first_page_s for s in taken if s.first_page_s is not None]
+        after = [s.rss_after_page_mb for s in taken if s.rss_after_page_mb is not None]
         print(
             f"| {name} | {_summary([s.wall_s for s in taken], 3)} | {_summary([s.cpu_s for s in taken], 2)} | "
-            f"{_summary(rss, 1) if rss else '—'} |"
+            f"{_summary(rss, 1) if rss else '—'} | {_summary(page, 3) if page else '—'} | "
+            f"{_summary(after, 1) if after else '—'} |"
         )
 
 

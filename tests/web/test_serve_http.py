@@ -126,3 +126,51 @@ def test_http_tls_without_a_tls_listener_is_one_line_and_a_non_zero_exit() -> No
     assert done.returncode != 0
     assert "--http-tls uses a TLS listener's ssl.keystore settings, and no listener has them" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def _mapped_libraries(pid: int, names: tuple[str, ...]) -> set[str]:
+    """Which of `names` (package directories) have a compiled module mapped into process `pid`."""
+    maps = Path(f"/proc/{pid}/maps").read_text()
+    return {name for name in names if f"/{name}/" in maps}
+
+
+def test_the_console_loads_on_its_first_connection_and_answers_it(tmp_path: Path) -> None:
+    """The ready line's console address accepts connections at once, but the console's libraries are imported only
+    when the first one arrives; that connection is answered, and Kafka clients were served before it."""
+    import aiohttp
+    import multidict
+
+    compiled = tuple(
+        module.__name__
+        for module in (aiohttp, multidict)
+        if any(Path(module.__file__ or "").parent.glob("*.so"))  # pure-Python installs map nothing to look for
+    )
+    broker = ServedBroker(tmp_path / "data", tmp_path / "serve.log", "--fsync", "never", "--http-port", "0")
+    try:
+        broker.start()
+        assert broker.process is not None
+        assert broker.console_url is not None
+        with socket.create_connection(("127.0.0.1", broker.port), timeout=10):
+            pass  # the Kafka listener accepts before the console is loaded
+        assert _mapped_libraries(broker.process.pid, compiled) == set()
+        with urllib.request.urlopen(broker.console_url + "healthz", timeout=30) as answer:
+            assert answer.status == 200
+        assert _mapped_libraries(broker.process.pid, compiled) == set(compiled)
+        assert "Console and /metrics on" in broker.log()
+        assert broker.stop() == 0
+    finally:
+        broker.kill()
+
+
+def test_a_console_never_connected_to_stops_cleanly(tmp_path: Path) -> None:
+    broker = ServedBroker(tmp_path / "data", tmp_path / "serve.log", "--fsync", "never", "--http-port", "0")
+    try:
+        broker.start()
+        assert broker.console_url is not None
+        port = urllib.parse.urlsplit(broker.console_url).port
+        assert broker.stop() == 0
+        assert "Traceback" not in broker.log()
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection(("127.0.0.1", port), timeout=5).close()
+    finally:
+        broker.kill()

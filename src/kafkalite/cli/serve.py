@@ -6,7 +6,8 @@ Settings come under Kafka's broker config names from `--config server.properties
 The ready line `KafkaLite ready on HOST:PORT (data: DIR, fsync ...)` goes to stdout once the listeners are bound (the
 first listener's address), so a parent process (a test harness, a supervisor) can wait for it and read the chosen
 port; one line `KafkaLite listener NAME on HOST:PORT` per listener follows. With the HTTP listener on (the default,
-`--http-port 9644`; `--no-http` turns it off) the ready line ends with `; console http://HOST:PORT/`. When the
+`--http-port 9644`; `--no-http` turns it off) the ready line ends with `; console http://HOST:PORT/`: the address is
+bound by then, and the console itself loads when its first connection arrives (`kafkalite.http.on_demand`). When the
 listeners authenticate (SASL) or the authorizer is on, the console asks for a login with the broker's credentials;
 `--http-tls` serves it over HTTPS with the first TLS listener's keystore.
 """
@@ -220,26 +221,25 @@ async def _serve(settings: ServeSettings, http: tuple[str, int] | None, http_tls
             raise _ListenError(f"cannot serve on {addresses}: {exc.strerror or exc}") from None
         console = None
         if http is not None:
-            from kafkalite.http import HttpServer  # only when asked: aiohttp and friends cost start-up time
+            from kafkalite.http.on_demand import OnDemandConsole  # binds now; aiohttp on the first connection
 
-            kafka = [f"kafka://{server.bootstrap_of(listener.name)}" for listener, _ in server.listeners]
-            console = HttpServer(
-                broker,
-                http[0],
-                http[1],
-                listeners=kafka,
-                security=server.security,
-                kafka_protocols=[listener.protocol for listener, _ in server.listeners],
-                tls=http_tls,
-            )
             try:
-                await console.start()
+                console = OnDemandConsole(
+                    broker,
+                    http[0],
+                    http[1],
+                    listeners=[f"kafka://{server.bootstrap_of(listener.name)}" for listener, _ in server.listeners],
+                    security=server.security,
+                    kafka_protocols=[listener.protocol for listener, _ in server.listeners],
+                    tls=http_tls,
+                )
             except OSError as exc:
                 await server.close()
                 raise _ListenError(
                     f"cannot serve the console on {http[0]}:{http[1]}: {exc.strerror or exc} "
                     "(--http-port 0 picks a free port, --no-http turns the console off)"
                 ) from None
+            console.watch()
         where = config.data_dir if config.data_dir is not None else "memory only"
         fsync = "fsync before acks=all" if config.fsync else "no fsync"
         web = f"; console {console.url}" if console is not None else ""

@@ -20,6 +20,7 @@ import dataclasses
 import functools
 import logging
 import secrets
+import socket
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -43,6 +44,7 @@ from kafkalite.http.auth import (
     needs_login,
 )
 from kafkalite.http.guard import TOKEN_FIELD, TOKEN_HEADER, Guard
+from kafkalite.http.listen import console_url
 from kafkalite.http.metrics import CONTENT_TYPE, exposition, registry_for
 from kafkalite.http.render import render
 from kafkalite.security.service import Security
@@ -254,7 +256,8 @@ class HttpServer:
     they say the broker authenticates (`auth.needs_login`), the console asks for a login with the broker's own
     credentials and shows what the principal's ACLs allow. `session_idle_s` and `session_lifetime_s` bound a login.
     `tls` serves HTTPS with a Kafka listener's keystore (`ssl.keystore.location`, reloaded when the files change,
-    TLS 1.2+; client certificates are not asked for); the session cookie is then `Secure`.
+    TLS 1.2+; client certificates are not asked for); the session cookie is then `Secure`. `sockets` are listening
+    sockets already bound to `host` and `port` (`listen.bind`) to serve on instead of binding; closing closes them.
     """
 
     def __init__(
@@ -270,6 +273,7 @@ class HttpServer:
         session_lifetime_s: float = 12 * 3600.0,
         tls: TlsSettings | None = None,
         shutdown_timeout_s: float = 2.0,
+        sockets: Sequence[socket.socket] = (),
     ) -> None:
         self.broker = broker
         self.host = host
@@ -282,14 +286,13 @@ class HttpServer:
         self._tls = None if tls is None else TlsContextSource(dataclasses.replace(tls, client_auth=ClientAuth.NONE))
         self.app = build_app(broker, self.guard, listeners, logins)
         self._runner = web.AppRunner(self.app, access_log=None, shutdown_timeout=shutdown_timeout_s)
+        self._sockets = list(sockets)
         self._started = False
 
     @property
     def url(self) -> str:
         """The console's address for a browser on this machine."""
-        host = "localhost" if self.host in ("127.0.0.1", "::1", "localhost", "", "0.0.0.0", "::") else self.host
-        scheme = "http" if self._tls is None else "https"
-        return f"{scheme}://{host}:{self.port}/"
+        return console_url(self.host, self.port, self._tls is not None)
 
     @property
     def kafka_ready(self) -> bool:
@@ -301,12 +304,18 @@ class HttpServer:
         self.app[CONSOLE].kafka_ready = ready
 
     async def start(self) -> None:
-        """Bind and serve; with port 0 the kernel picks a free port, readable from `.port` afterwards."""
+        """Bind (unless given sockets) and serve; with port 0 the kernel picks a free port, readable from `.port`
+        afterwards."""
         await self._runner.setup()
         ssl_context = None if self._tls is None else self._tls.server_context
-        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=ssl_context)
+        sites: list[web.BaseSite] = []
+        for sock in self._sockets:
+            sites.append(web.SockSite(self._runner, sock, ssl_context=ssl_context))
+        if not sites:
+            sites.append(web.TCPSite(self._runner, self.host, self.port, ssl_context=ssl_context))
         try:
-            await site.start()
+            for site in sites:
+                await site.start()
         except BaseException:
             await self._runner.cleanup()
             raise
