@@ -174,7 +174,9 @@ class KafkaPython:
         try:
             deadline = time.monotonic() + WAIT_S
             while len(got) < count and time.monotonic() < deadline:
-                for records in consumer.poll(500).values():
+                # Each poll may take the rest of the time: kafka-python 3.0 never applies the assignment of a group
+                # join that completes after a poll's timeout ran out (a short poll loses it on a loaded machine).
+                for records in consumer.poll(max(1, int((deadline - time.monotonic()) * 1000))).values():
                     got.extend(r.value for r in records)
             consumer.commit()
         finally:
