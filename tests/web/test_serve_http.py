@@ -167,10 +167,10 @@ def test_a_console_never_connected_to_stops_cleanly(tmp_path: Path) -> None:
     try:
         broker.start()
         assert broker.console_url is not None
-        port = urllib.parse.urlsplit(broker.console_url).port
         assert broker.stop() == 0
-        assert "Traceback" not in broker.log()
-        with pytest.raises(ConnectionRefusedError):
-            socket.create_connection(("127.0.0.1", port), timeout=5).close()
+        log = broker.log()
+        for trouble in ("Traceback", "Task was destroyed", "Exception ignored", "was never awaited"):
+            assert trouble not in log
+        assert "Console and /metrics on" not in log  # never loaded
     finally:
         broker.kill()

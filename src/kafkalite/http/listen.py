@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import socket
+import sys
 
 BACKLOG = 128
 _LOCAL_NAMES = ("127.0.0.1", "::1", "localhost", "", "0.0.0.0", "::")
@@ -16,8 +17,9 @@ _PICK_ATTEMPTS = 5  # port 0 on several addresses: the port the first got may be
 
 
 def console_url(host: str, port: int, tls: bool) -> str:
-    """The console's address for a browser on this machine (a wildcard or loopback host reads as `localhost`)."""
-    shown = "localhost" if host in _LOCAL_NAMES else host
+    """The console's address for a browser on this machine (a wildcard or loopback host reads as `localhost`, an IPv6
+    address is bracketed)."""
+    shown = "localhost" if host in _LOCAL_NAMES else f"[{host}]" if ":" in host else host
     return f"{'https' if tls else 'http'}://{shown}:{port}/"
 
 
@@ -41,7 +43,8 @@ def _bind_all(host: str, port: int) -> list[socket.socket]:
         for family, address in addresses:
             sock = socket.socket(family, socket.SOCK_STREAM)
             sockets.append(sock)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if sys.platform != "win32":  # there it would let another process take the port
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             if family == socket.AF_INET6:  # one socket per family, as the IPv4 one serves IPv4
                 sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
             if port == 0 and len(sockets) > 1:  # the port the first address got, on the others too

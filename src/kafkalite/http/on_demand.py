@@ -1,11 +1,13 @@
 """The console of `kafkalite serve`, bound at start and loaded when its first connection arrives.
 
-The console's libraries (aiohttp, prometheus-client, and Jinja for its pages) are most of what a start of `serve`
-spends and about a quarter of an idle broker's memory, and a broker started for a test, a notebook or a service's
-local run usually never shows a page. So `serve` binds the console's address before it prints its ready line (the URL
-there accepts connections at once, and a busy port is still a start-up error), and imports the console when the first
-connection arrives: in a worker thread, so the Kafka listeners go on serving meanwhile. That first connection waits in
-the listen backlog until the console serves it (about half a second here); nothing is refused.
+The console's libraries (aiohttp, prometheus-client, and Jinja for its pages) were about a third of a start of
+`serve` and 15 MB of an idle broker's memory, and a broker started for a test, a notebook or a service's local run
+usually never shows a page. So `serve` binds the console's address before it prints its ready line (the URL there
+accepts connections at once, and a busy port or a bad `--http-tls` keystore is still a start-up error), and imports the
+console when the first connection arrives: in a worker thread, so the Kafka listeners go on serving meanwhile (the
+console's own set-up then runs on the loop). That first connection waits in the listen backlog until the console
+serves it (about 0.4 s here); nothing is refused. Where the event loop cannot watch a socket (`add_reader`), the
+console is loaded at once.
 
     console = OnDemandConsole(broker, "localhost", 9644, listeners=[...])   # binds; raises OSError
     console.watch()                                   # on the broker's running event loop
@@ -19,12 +21,16 @@ If the console cannot load, the error is logged, its address is closed, and the 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import importlib
 import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from kafkalite.http.listen import bind, console_url
+from kafkalite.security.settings import ClientAuth
+from kafkalite.security.tls import TlsContextSource
 
 if TYPE_CHECKING:
     from kafkalite.broker import Broker
@@ -55,6 +61,8 @@ class OnDemandConsole:
         self._security = security
         self._kafka_protocols = kafka_protocols
         self._tls = tls
+        if tls is not None:  # a bad keystore is a start-up error, as it was when the console started at once
+            TlsContextSource(dataclasses.replace(tls, client_auth=ClientAuth.NONE))
         self._sockets = bind(host, port)
         self.port: int = self._sockets[0].getsockname()[1]
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -69,11 +77,11 @@ class OnDemandConsole:
 
     @property
     def kafka_ready(self) -> bool:
+        """What `/readyz` says once loaded (False from the first moment of a shutdown)."""
         return self._kafka_ready
 
     @kafka_ready.setter
     def kafka_ready(self, ready: bool) -> None:
-        """What `/readyz` says once loaded (False from the first moment of a shutdown)."""
         self._kafka_ready = ready
         if self.server is not None:
             self.server.kafka_ready = ready
@@ -81,20 +89,26 @@ class OnDemandConsole:
     def watch(self) -> None:
         """Load the console when a connection arrives on any of its addresses; call on the running loop."""
         self._loop = asyncio.get_running_loop()
-        for sock in self._sockets:
-            self._loop.add_reader(sock.fileno(), self._connection_arrived)
+        try:
+            for sock in self._sockets:
+                self._loop.add_reader(sock.fileno(), self._connection_arrived)
+        except NotImplementedError:  # a loop that cannot watch sockets (Windows' proactor): load now
+            self._watching = True
+            self._connection_arrived()
+            return
         self._watching = True
 
     def _connection_arrived(self) -> None:
         self._unwatch()
-        if self._loading is None and self._loop is not None:
-            self._loading = self._loop.create_task(self._load(), name="console-load")
+        if self._loading is None:
+            self._loading = asyncio.get_running_loop().create_task(self._load(), name="console-load")
 
     def _unwatch(self) -> None:
         if self._watching and self._loop is not None:
             self._watching = False
             for sock in self._sockets:
-                self._loop.remove_reader(sock.fileno())
+                with contextlib.suppress(NotImplementedError):
+                    self._loop.remove_reader(sock.fileno())
 
     async def _load(self) -> None:
         try:
@@ -118,6 +132,7 @@ class OnDemandConsole:
             logger.exception("The console could not start; %s is closed, the Kafka listeners go on", self.url)
             self._close_sockets()
             return
+        server.kafka_ready = self._kafka_ready  # a shutdown may have begun while it started
         self.server = server
 
     def _close_sockets(self) -> None:

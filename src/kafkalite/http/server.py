@@ -1,6 +1,7 @@
 """The HTTP listener: console pages, `/metrics`, `/healthz` and `/readyz`, on the broker's own event loop.
 
-aiohttp serves it: its `AppRunner`/`TCPSite` start on an event loop that is already running (asyncio's or uvloop's,
+aiohttp serves it: its `AppRunner` and a `TCPSite` (or a `SockSite` per socket bound before, as `kafkalite serve`
+binds them: `on_demand`) start on an event loop that is already running (asyncio's or uvloop's,
 started by `kafkalite serve`), install no signal handlers and configure no logging, so the HTTP side lives inside
 the broker process as one more listener. Handlers are coroutines on the same loop as the Kafka listener and read the
 broker directly; the rule that keeps the broker responsive is that no handler does work proportional to a log's
@@ -257,7 +258,8 @@ class HttpServer:
     credentials and shows what the principal's ACLs allow. `session_idle_s` and `session_lifetime_s` bound a login.
     `tls` serves HTTPS with a Kafka listener's keystore (`ssl.keystore.location`, reloaded when the files change,
     TLS 1.2+; client certificates are not asked for); the session cookie is then `Secure`. `sockets` are listening
-    sockets already bound to `host` and `port` (`listen.bind`) to serve on instead of binding; closing closes them.
+    sockets already bound to `host` and `port` (`listen.bind`) to serve on instead of binding; once started, closing
+    the server closes them.
     """
 
     def __init__(
@@ -306,14 +308,14 @@ class HttpServer:
     async def start(self) -> None:
         """Bind (unless given sockets) and serve; with port 0 the kernel picks a free port, readable from `.port`
         afterwards."""
-        await self._runner.setup()
         ssl_context = None if self._tls is None else self._tls.server_context
-        sites: list[web.BaseSite] = []
-        for sock in self._sockets:
-            sites.append(web.SockSite(self._runner, sock, ssl_context=ssl_context))
-        if not sites:
-            sites.append(web.TCPSite(self._runner, self.host, self.port, ssl_context=ssl_context))
         try:
+            await self._runner.setup()
+            sites: list[web.BaseSite] = []
+            for sock in self._sockets:
+                sites.append(web.SockSite(self._runner, sock, ssl_context=ssl_context))
+            if not sites:
+                sites.append(web.TCPSite(self._runner, self.host, self.port, ssl_context=ssl_context))
             for site in sites:
                 await site.start()
         except BaseException:
