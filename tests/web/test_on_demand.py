@@ -194,3 +194,31 @@ def test_console_url_names_loopback_and_wildcards_localhost() -> None:
     assert console_url("::1", 9644, True) == "https://localhost:9644/"
     assert console_url("10.0.0.7", 80, False) == "http://10.0.0.7:80/"
     assert console_url("fd00::7", 80, False) == "http://[fd00::7]:80/"
+
+
+async def test_over_https_the_first_connection_loads_the_console_and_is_answered(tmp_path: Path) -> None:
+    """`--http-tls`: the keystore is read at construction, the TLS handshake of the first connection waits for the
+    load, and the console answers over HTTPS on the sockets bound before."""
+    import ssl
+
+    from security.certs import make_pki  # the security tests' own PKI (tests/security/certs.py)
+
+    pki = make_pki(tmp_path / "pki")
+    _, _, keystore = pki.issue("localhost", server=True)
+    trust = ssl.create_default_context(cafile=str(pki.ca_file))
+    async with Broker() as broker:
+        console = OnDemandConsole(broker, "127.0.0.1", 0, tls=TlsSettings(str(keystore)))
+        assert console.url == f"https://localhost:{console.port}/"
+        console.watch()
+        try:
+            reader, writer = await asyncio.open_connection(
+                "127.0.0.1", console.port, ssl=trust, server_hostname="localhost"
+            )
+            request = f"GET /healthz HTTP/1.1\r\nHost: localhost:{console.port}\r\nConnection: close\r\n\r\n"
+            writer.write(request.encode())
+            answer = await asyncio.wait_for(reader.read(), 30)
+            writer.close()
+            assert answer.startswith(b"HTTP/1.1 200"), answer
+            assert console.server is not None
+        finally:
+            await console.close()
