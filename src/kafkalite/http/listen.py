@@ -1,15 +1,20 @@
 """The console's listening sockets and its address, without the web framework: `serve` binds them before its ready
 line and loads the console later (`on_demand`), and `HttpServer` serves on them.
 
-`bind(host, port)` listens on every address `host` resolves to, all on one port (the kernel's pick when `port` is 0),
-as a Kafka listener does; `console_url(host, port, tls)` is the address a browser on this machine opens.
+`bind(host, port)` listens on every address `host` resolves to, all on one port (the kernel's pick when `port` is 0);
+`console_url(host, port, tls)` is the address a browser on this machine opens; `console_tls(settings)` the console's
+TLS context from a Kafka listener's `ssl.*` settings.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import socket
 import sys
+
+from kafkalite.security.settings import ClientAuth, TlsSettings
+from kafkalite.security.tls import TlsContextSource
 
 BACKLOG = 128
 _LOCAL_NAMES = ("127.0.0.1", "::1", "localhost", "", "0.0.0.0", "::")
@@ -21,6 +26,12 @@ def console_url(host: str, port: int, tls: bool) -> str:
     address is bracketed)."""
     shown = "localhost" if host in _LOCAL_NAMES else f"[{host}]" if ":" in host else host
     return f"{'https' if tls else 'http'}://{shown}:{port}/"
+
+
+def console_tls(settings: TlsSettings) -> TlsContextSource:
+    """The console's TLS context from a listener's settings: its keystore (read now, reloaded when the files change),
+    never asking for a client certificate. Raises `InvalidConfigError` when the keystore cannot be loaded."""
+    return TlsContextSource(dataclasses.replace(settings, client_auth=ClientAuth.NONE))
 
 
 def bind(host: str, port: int) -> list[socket.socket]:

@@ -22,15 +22,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import importlib
 import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from kafkalite.http.listen import bind, console_url
-from kafkalite.security.settings import ClientAuth
-from kafkalite.security.tls import TlsContextSource
+from kafkalite.http.listen import bind, console_tls, console_url
 
 if TYPE_CHECKING:
     from kafkalite.broker import Broker
@@ -60,9 +57,8 @@ class OnDemandConsole:
         self._listeners = listeners
         self._security = security
         self._kafka_protocols = kafka_protocols
-        self._tls = tls
-        if tls is not None:  # a bad keystore is a start-up error, as it was when the console started at once
-            TlsContextSource(dataclasses.replace(tls, client_auth=ClientAuth.NONE))
+        # Read now: a bad keystore is a start-up error, as it was when the console started at once.
+        self._tls = None if tls is None else console_tls(tls)
         self._sockets = bind(host, port)
         self.port: int = self._sockets[0].getsockname()[1]
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -123,7 +119,7 @@ class OnDemandConsole:
                 listeners=self._listeners,
                 security=self._security,
                 kafka_protocols=self._kafka_protocols,
-                tls=self._tls,
+                tls_source=self._tls,
                 sockets=self._sockets,
             )
             server.kafka_ready = self._kafka_ready

@@ -17,7 +17,6 @@ scripts and styles, so a value shown in a page can never run as script and the c
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import logging
 import secrets
@@ -45,11 +44,11 @@ from kafkalite.http.auth import (
     needs_login,
 )
 from kafkalite.http.guard import TOKEN_FIELD, TOKEN_HEADER, Guard
-from kafkalite.http.listen import console_url
+from kafkalite.http.listen import console_tls, console_url
 from kafkalite.http.metrics import CONTENT_TYPE, exposition, registry_for
 from kafkalite.http.render import render
 from kafkalite.security.service import Security
-from kafkalite.security.settings import ClientAuth, SecurityProtocol, TlsSettings
+from kafkalite.security.settings import SecurityProtocol, TlsSettings
 from kafkalite.security.tls import TlsContextSource
 
 logger = logging.getLogger("kafkalite.http")
@@ -257,7 +256,8 @@ class HttpServer:
     they say the broker authenticates (`auth.needs_login`), the console asks for a login with the broker's own
     credentials and shows what the principal's ACLs allow. `session_idle_s` and `session_lifetime_s` bound a login.
     `tls` serves HTTPS with a Kafka listener's keystore (`ssl.keystore.location`, reloaded when the files change,
-    TLS 1.2+; client certificates are not asked for); the session cookie is then `Secure`. `sockets` are listening
+    TLS 1.2+; client certificates are not asked for); the session cookie is then `Secure`. `tls_source`, a context
+    already built from such settings (`listen.console_tls`), is used instead of `tls`. `sockets` are listening
     sockets already bound to `host` and `port` (`listen.bind`) to serve on instead of binding; once started, closing
     the server closes them.
     """
@@ -275,6 +275,7 @@ class HttpServer:
         session_lifetime_s: float = 12 * 3600.0,
         tls: TlsSettings | None = None,
         shutdown_timeout_s: float = 2.0,
+        tls_source: TlsContextSource | None = None,
         sockets: Sequence[socket.socket] = (),
     ) -> None:
         self.broker = broker
@@ -285,7 +286,7 @@ class HttpServer:
         if security is not None and needs_login(security, kafka_protocols):
             logins = Logins(security, session_idle_s, session_lifetime_s)
         self.logins = logins
-        self._tls = None if tls is None else TlsContextSource(dataclasses.replace(tls, client_auth=ClientAuth.NONE))
+        self._tls = tls_source if tls_source is not None or tls is None else console_tls(tls)
         self.app = build_app(broker, self.guard, listeners, logins)
         self._runner = web.AppRunner(self.app, access_log=None, shutdown_timeout=shutdown_timeout_s)
         self._sockets = list(sockets)
