@@ -1,7 +1,7 @@
 """Instructions the broker executes per one-record Produce request, and per record a caught-up consumer reads: a
 count, not a time, so a noisy machine does not move it.
 
-    .venv/bin/python -m bench.request_instructions [--requests 1000] [--consume] [--baseline DIR ...]
+    .venv/bin/python -m bench.request_instructions [--requests 1000] [--consume] [--start] [--baseline DIR ...]
 
 Runs `kafkalite serve` under `valgrind --tool=callgrind` twice per form: once answering only a warm-up record, once
 also answering `--requests` Produce requests of one 100 B record each, sent one at a time (produce, then flush) by
@@ -13,6 +13,10 @@ ending empty are rare in either life). Forms: this tree as built (compiled where
 modules), this tree with `KAFKALITE_PURE_PYTHON=1`, and each `--baseline` source tree (e.g. `git archive <commit> |
 tar -x -C DIR`, which runs as Python; one with its modules built in place runs compiled). Needs Debian's
 `valgrind`.
+
+With `--start`, each form's broker is stopped (SIGTERM) as soon as it prints its ready line, and the table gives the
+whole life's total: what a `kafkalite serve` start costs (imports, recovery of an empty data directory, binding) plus
+its clean stop, as a count.
 """
 
 from __future__ import annotations
@@ -32,9 +36,10 @@ HERE = Path(__file__).resolve().parent.parent
 TOPIC = "request-instructions"
 
 
-def count_instructions(env: dict[str, str], requests: int, *, consume: bool = False) -> int:
+def count_instructions(env: dict[str, str], requests: int | None, *, consume: bool = False) -> int:
     """Callgrind's total for one broker life that answered `requests` one-record Produce requests after a warm-up
-    (with `consume`, and the Fetch requests of a consumer that reads each record before the next is sent)."""
+    (with `consume`, and the Fetch requests of a consumer that reads each record before the next is sent); with
+    `requests` None, of a life stopped at its ready line."""
     with tempfile.TemporaryDirectory(prefix="kl-instructions-") as scratch:
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
@@ -50,6 +55,8 @@ def count_instructions(env: dict[str, str], requests: int, *, consume: bool = Fa
             assert broker.stdout is not None
             if "ready" not in broker.stdout.readline():
                 raise RuntimeError("kafkalite serve did not start under valgrind")
+            if requests is None:
+                return _total(broker, out)
             bootstrap = f"127.0.0.1:{port}"
             producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "acks": 1})
             producer.produce(TOPIC, b"warm-up", partition=0)
@@ -66,10 +73,17 @@ def count_instructions(env: dict[str, str], requests: int, *, consume: bool = Fa
         finally:
             broker.terminate()
             broker.wait(120)
-        found = re.search(r"^(?:summary|totals): (\d+)", out.read_text(), re.MULTILINE)
-        if found is None:
-            raise RuntimeError(f"no instruction total in {out}")
-        return int(found.group(1))
+        return _total(broker, out)
+
+
+def _total(broker: subprocess.Popen[str], out: Path) -> int:
+    """The instruction total callgrind wrote for `broker`, once it has stopped."""
+    broker.terminate()
+    broker.wait(120)
+    found = re.search(r"^(?:summary|totals): (\d+)", out.read_text(), re.MULTILINE)
+    if found is None:
+        raise RuntimeError(f"no instruction total in {out}")
+    return int(found.group(1))
 
 
 def _caught_up_consumer(bootstrap: str) -> confluent_kafka.Consumer:
@@ -99,11 +113,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=1000)
     parser.add_argument("--consume", action="store_true", help="each record also read by a caught-up consumer")
+    parser.add_argument("--start", action="store_true", help="a life stopped at its ready line, whole")
     parser.add_argument("--baseline", type=Path, action="append", default=[], help="another source tree")
     args = parser.parse_args()
     forms = {"this tree, as built": {}, "this tree, KAFKALITE_PURE_PYTHON=1": {"KAFKALITE_PURE_PYTHON": "1"}}
     for tree in args.baseline:
         forms[tree.name] = {"PYTHONPATH": str(tree.resolve() / "src")}
+    if args.start:
+        print("| form | instructions from spawn to the ready line, and a clean stop |")
+        print("|---|---:|")
+        for name, env in forms.items():
+            print(f"| {name} | {count_instructions(env, None):,} |", flush=True)
+        return
     what = "record produced and consumed" if args.consume else "one-record Produce request"
     print(f"| form | instructions per {what} ({args.requests:,} records) |")
     print("|---|---:|")

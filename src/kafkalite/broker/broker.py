@@ -20,11 +20,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from itertools import islice
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from kafkalite.broker.dead_letter import DeadLetterQueue
 from kafkalite.broker.fetch_data import FetchData
-from kafkalite.broker.group_service import GroupService
 from kafkalite.broker.log_cleaner import LogCleaner
 from kafkalite.broker.log_reader import scan_records
 from kafkalite.broker.metadata_store import MetadataStore, new_cluster_id
@@ -46,10 +45,13 @@ from kafkalite.errors import (
     UnknownPartitionError,
     UnknownTopicError,
 )
-from kafkalite.groups import ConsumerGroupConfig, GroupConfig, TopicImage
 from kafkalite.protocol.records import BatchHeader, Record, RecordToWrite, build_batch, read_header
 from kafkalite.stats import BrokerStats
 from kafkalite.storage import DirectoryLock, FileRecords, MemoryLog, PartitionLog
+
+if TYPE_CHECKING:  # imported when the first group request needs them: see `Broker.groups`
+    from kafkalite.broker.group_service import GroupService
+    from kafkalite.groups import TopicImage
 
 logger = logging.getLogger("kafkalite.broker")
 
@@ -155,21 +157,8 @@ class Broker:
             self.cluster_id = new_cluster_id()
         await self._prepare_offsets_topic()
         self._offsets = OffsetManager(self.topics[OFFSETS_TOPIC].partitions[0], fsync=self.config.fsync)
-        self._groups = GroupService(
-            GroupConfig(
-                min_session_timeout_ms=self.config.group_min_session_timeout_ms,
-                max_session_timeout_ms=self.config.group_max_session_timeout_ms,
-                initial_rebalance_delay_ms=self.config.group_initial_rebalance_delay_ms,
-            ),
-            self._offsets,
-            ConsumerGroupConfig(
-                session_timeout_ms=self.config.group_consumer_session_timeout_ms,
-                heartbeat_interval_ms=self.config.group_consumer_heartbeat_interval_ms,
-                assignors=self.config.group_consumer_assignors,
-                max_size=self.config.group_consumer_max_size,
-            ),
-            self._topic_image,
-        )
+        if self._offsets.stored_groups() or self._offsets.consumer_group_records():
+            self._groups = self._group_service()  # restored now: their members' sessions start with the broker
         state = self.topics.get(TRANSACTION_STATE_TOPIC)
         self._transactions = TransactionService(
             self,
@@ -272,9 +261,39 @@ class Broker:
 
     @property
     def groups(self) -> GroupService:
+        """The group coordinators (classic and KIP-848), with the offsets they check commits against.
+
+        A broker that found groups stored at start restored them then. One that found none builds the coordinators
+        here, on the first call that needs them (a group request, the console's group pages, `/metrics`): their
+        modules are a tenth of a start's imports, and most of the brokers a test suite starts never see a group.
+        """
         if self._groups is None:
-            raise ClosedError("the broker is not started: use `async with Broker(...)` or `await broker.start()`")
+            if self.closed:
+                raise ClosedError("the broker is closed")
+            if not self._started:
+                raise ClosedError("the broker is not started: use `async with Broker(...)` or `await broker.start()`")
+            self._groups = self._group_service()
         return self._groups
+
+    def _group_service(self) -> GroupService:
+        from kafkalite.broker.group_service import GroupService  # see `groups`
+        from kafkalite.groups import ConsumerGroupConfig, GroupConfig
+
+        return GroupService(
+            GroupConfig(
+                min_session_timeout_ms=self.config.group_min_session_timeout_ms,
+                max_session_timeout_ms=self.config.group_max_session_timeout_ms,
+                initial_rebalance_delay_ms=self.config.group_initial_rebalance_delay_ms,
+            ),
+            self.offsets,
+            ConsumerGroupConfig(
+                session_timeout_ms=self.config.group_consumer_session_timeout_ms,
+                heartbeat_interval_ms=self.config.group_consumer_heartbeat_interval_ms,
+                assignors=self.config.group_consumer_assignors,
+                max_size=self.config.group_consumer_max_size,
+            ),
+            self._topic_image,
+        )
 
     # --- topics -----------------------------------------------------------------------------------------------
 

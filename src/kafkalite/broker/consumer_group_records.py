@@ -24,16 +24,20 @@ from __future__ import annotations
 import struct
 import uuid
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
+from kafkalite import groups  # its names load their module on first use: a broker reads keys here at start
 from kafkalite.broker.schema_reader import SchemaReader
 from kafkalite.errors import CorruptRecordError
-from kafkalite.groups import ConsumerGroup, ConsumerMember, MemberState
 from kafkalite.protocol.wire import encode_unsigned_varint
+
+if TYPE_CHECKING:
+    from kafkalite.groups import ConsumerGroup, ConsumerMember
 
 METADATA, PARTITION_METADATA, MEMBER_METADATA, TARGET_METADATA, TARGET_MEMBER, CURRENT_MEMBER = 3, 4, 5, 6, 7, 8
 RECORD_TYPES = frozenset(range(METADATA, CURRENT_MEMBER + 1))
 _VALUE_VERSION = 0
-_STATE_CODES = {MemberState.STABLE: 0, MemberState.UNREVOKED_PARTITIONS: 1, MemberState.UNRELEASED_PARTITIONS: 2}
+_STATE_CODES = {"stable": 0, "unrevoked_partitions": 1, "unreleased_partitions": 2}  # by `MemberState` value
 _STATES = {code: state for state, code in _STATE_CODES.items()}
 
 Records = dict[bytes, bytes]
@@ -79,7 +83,7 @@ def group_records(group: ConsumerGroup, members: Iterable[str] | None = None) ->
         if target is not None:
             records[_key(TARGET_MEMBER, gid, mid)] = _value(_partitions(target.items()))
         records[_key(CURRENT_MEMBER, gid, mid)] = _value(
-            struct.pack(">iib", member.member_epoch, member.previous_member_epoch, _STATE_CODES[member.state])
+            struct.pack(">iib", member.member_epoch, member.previous_member_epoch, _STATE_CODES[member.state.value])
             + _partitions(_by_topic(member.assigned))
             + _partitions(_by_topic(member.pending_revocation))
         )
@@ -110,7 +114,7 @@ def rebuild(records: Mapping[bytes, bytes]) -> tuple[dict[str, ConsumerGroup], d
             unreadable[key[:40].hex()] = str(exc)
             continue
         by_group.setdefault(group_id, []).append((kind, member_id, value))
-    groups: dict[str, ConsumerGroup] = {}
+    rebuilt: dict[str, ConsumerGroup] = {}
     for group_id, entries in by_group.items():
         try:
             group = _rebuild_group(group_id, entries)
@@ -118,8 +122,8 @@ def rebuild(records: Mapping[bytes, bytes]) -> tuple[dict[str, ConsumerGroup], d
             unreadable[group_id] = str(exc)
             continue
         if group is not None:
-            groups[group_id] = group
-    return groups, unreadable
+            rebuilt[group_id] = group
+    return rebuilt, unreadable
 
 
 def _key_fields(key: bytes) -> tuple[int, str, str]:
@@ -144,9 +148,9 @@ def _rebuild_group(group_id: str, entries: list[tuple[int, str, bytes]]) -> Cons
             raise CorruptRecordError(f"consumer group record type {kind} version {version} is not supported")
         if kind == METADATA:
             (epoch,) = reader.unpack(">i")
-            group = ConsumerGroup(group_id, group_epoch=epoch)
+            group = groups.ConsumerGroup(group_id, group_epoch=epoch)
         elif kind == MEMBER_METADATA:
-            members[member_id] = ConsumerMember(
+            members[member_id] = groups.ConsumerMember(
                 member_id=member_id,
                 instance_id=_nullable(reader),
                 rack_id=_nullable(reader),
@@ -188,7 +192,7 @@ def _rebuild_group(group_id: str, entries: list[tuple[int, str, bytes]]) -> Cons
                 member.member_epoch, member.previous_member_epoch, state = reader.unpack(">iib")
                 if state not in _STATES:
                     raise CorruptRecordError(f"member {member_id} has an unknown state {state}")
-                member.state = _STATES[state]
+                member.state = groups.MemberState(_STATES[state])
                 member.assigned = {(t, p) for t, ps in _read_partitions(reader) for p in ps}
                 member.pending_revocation = {(t, p) for t, ps in _read_partitions(reader) for p in ps}
     return group

@@ -11,12 +11,14 @@ group." for a classic one), as Kafka answers. Authorized operations are not comp
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from kafkalite.groups import DescribedConsumerGroup
 from kafkalite.protocol.wire import ApiKey
 from kafkalite.server.dispatch import RequestContext, handles
 from kafkalite.server.handlers._common import INT32_MIN
+
+if TYPE_CHECKING:
+    from kafkalite.groups import DescribedConsumerGroup
 
 GROUP_ID_NOT_FOUND: Final = 69
 CONSUMER_MEMBER: Final = 1

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafkalite.groups import HeartbeatRequest
+from kafkalite import groups  # its names load their module on first use: see `kafkalite.groups`
 from kafkalite.protocol.wire import ApiKey
 from kafkalite.server.dispatch import RequestContext, handles
 from kafkalite.server.handlers._common import topic_name_by_id
@@ -34,7 +34,7 @@ def _owned(ctx: RequestContext, topic_partitions: Any) -> tuple[tuple[Any, tuple
 async def consumer_group_heartbeat(ctx: RequestContext, req: Any) -> Any:
     rebalance_timeout_ms = int(req.rebalance_timeout.total_seconds() * 1000)
     names = req.subscribed_topic_names
-    request = HeartbeatRequest(
+    request = groups.HeartbeatRequest(
         group_id=req.group_id,
         member_id=req.member_id,
         member_epoch=req.member_epoch,

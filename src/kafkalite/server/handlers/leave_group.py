@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafkalite.groups import LeavingMember
+from kafkalite import groups  # its names load their module on first use: see `kafkalite.groups`
 from kafkalite.protocol.wire import ApiKey
 from kafkalite.server.dispatch import RequestContext, handles
 
@@ -17,9 +17,9 @@ from kafkalite.server.dispatch import RequestContext, handles
 @handles(ApiKey.LEAVE_GROUP, versions=range(0, 6))
 async def leave_group(ctx: RequestContext, req: Any) -> Any:
     if ctx.version >= 3:
-        leaving = [LeavingMember(m.member_id, m.group_instance_id) for m in req.members]
+        leaving = [groups.LeavingMember(m.member_id, m.group_instance_id) for m in req.members]
     else:
-        leaving = [LeavingMember(req.member_id)]
+        leaving = [groups.LeavingMember(req.member_id)]
     result = ctx.broker.groups.leave(req.group_id, leaving)
     if ctx.version < 3:
         code = result.error_code or (result.members[0].error_code if result.members else 0)
