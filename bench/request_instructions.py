@@ -55,35 +55,27 @@ def count_instructions(env: dict[str, str], requests: int | None, *, consume: bo
             assert broker.stdout is not None
             if "ready" not in broker.stdout.readline():
                 raise RuntimeError("kafkalite serve did not start under valgrind")
-            if requests is None:
-                return _total(broker, out)
-            bootstrap = f"127.0.0.1:{port}"
-            producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "acks": 1})
-            producer.produce(TOPIC, b"warm-up", partition=0)
-            producer.flush(60)
-            consumer = _caught_up_consumer(bootstrap) if consume else None
-            for _ in range(requests):
-                producer.produce(TOPIC, bytes(100), partition=0)
+            if requests is not None:  # None: stopped at the ready line
+                bootstrap = f"127.0.0.1:{port}"
+                producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "acks": 1})
+                producer.produce(TOPIC, b"warm-up", partition=0)
                 producer.flush(60)
+                consumer = _caught_up_consumer(bootstrap) if consume else None
+                for _ in range(requests):
+                    producer.produce(TOPIC, bytes(100), partition=0)
+                    producer.flush(60)
+                    if consumer is not None:
+                        _read_one(consumer)
                 if consumer is not None:
-                    _read_one(consumer)
-            if consumer is not None:
-                consumer.close()
-            del producer  # destroyed now, before the broker stops: no reconnection attempts logged after it
+                    consumer.close()
+                del producer  # destroyed now, before the broker stops: no reconnection attempts logged after it
         finally:
             broker.terminate()
             broker.wait(120)
-        return _total(broker, out)
-
-
-def _total(broker: subprocess.Popen[str], out: Path) -> int:
-    """The instruction total callgrind wrote for `broker`, once it has stopped."""
-    broker.terminate()
-    broker.wait(120)
-    found = re.search(r"^(?:summary|totals): (\d+)", out.read_text(), re.MULTILINE)
-    if found is None:
-        raise RuntimeError(f"no instruction total in {out}")
-    return int(found.group(1))
+        found = re.search(r"^(?:summary|totals): (\d+)", out.read_text(), re.MULTILINE)
+        if found is None:
+            raise RuntimeError(f"no instruction total in {out}")
+        return int(found.group(1))
 
 
 def _caught_up_consumer(bootstrap: str) -> confluent_kafka.Consumer:
@@ -113,9 +105,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=1000)
     parser.add_argument("--consume", action="store_true", help="each record also read by a caught-up consumer")
-    parser.add_argument("--start", action="store_true", help="a life stopped at its ready line, whole")
+    parser.add_argument(
+        "--start", action="store_true", help="a life stopped at its ready line, whole (--requests is not used)"
+    )
     parser.add_argument("--baseline", type=Path, action="append", default=[], help="another source tree")
     args = parser.parse_args()
+    if args.start and args.consume:
+        parser.error("--start counts a life that answers no request: it takes no --consume")
     forms = {"this tree, as built": {}, "this tree, KAFKALITE_PURE_PYTHON=1": {"KAFKALITE_PURE_PYTHON": "1"}}
     for tree in args.baseline:
         forms[tree.name] = {"PYTHONPATH": str(tree.resolve() / "src")}

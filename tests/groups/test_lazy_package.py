@@ -27,7 +27,7 @@ def test_importing_the_package_imports_none_of_its_modules_and_a_name_only_its_o
 
 
 @pytest.mark.parametrize("name", kafkalite.groups.__all__)
-def test_every_exported_name_is_found_in_the_module_that_defines_it(name: str) -> None:
+def test_every_exported_name_is_found_in_the_module_it_is_imported_from(name: str) -> None:
     value = getattr(kafkalite.groups, name)
     module = kafkalite.groups._MODULE_OF[name]
     assert value is getattr(sys.modules[f"kafkalite.groups.{module}"], name)

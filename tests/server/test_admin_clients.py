@@ -144,7 +144,7 @@ def test_kafka_python_offset_delete_follows_the_group(served: ThreadedServer, ad
     admin.create_topics([NewTopic("kp-consumed", 1, 1), NewTopic("kp-other", 1, 1)])
     produce(served, "kp-consumed", 0, 3)
     group = "kp-offsets"
-    served.call(served.broker.groups.offsets.commit_many(group, [("kp-other", 0, 1, "", -1)]))
+    served.call(served.broker.offsets.commit_many(group, [("kp-other", 0, 1, "", -1)]))
     consumer = kafka.KafkaConsumer(
         "kp-consumed",
         bootstrap_servers=served.bootstrap,

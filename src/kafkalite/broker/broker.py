@@ -157,7 +157,7 @@ class Broker:
             self.cluster_id = new_cluster_id()
         await self._prepare_offsets_topic()
         self._offsets = OffsetManager(self.topics[OFFSETS_TOPIC].partitions[0], fsync=self.config.fsync)
-        if self._offsets.stored_groups() or self._offsets.consumer_group_records():
+        if self._offsets.has_groups():
             self._groups = self._group_service()  # restored now: their members' sessions start with the broker
         state = self.topics.get(TRANSACTION_STATE_TOPIC)
         self._transactions = TransactionService(
@@ -265,17 +265,17 @@ class Broker:
 
         A broker that found groups stored at start restored them then. One that found none builds the coordinators
         here, on the first call that needs them (a group request, the console's group pages, `/metrics`): their
-        modules are a tenth of a start's imports, and most of the brokers a test suite starts never see a group.
+        modules are a tenth of a start's imports, and a broker that serves only produce and fetch never needs them.
+        Touch it first from the broker's event loop, as every group call does. After `close`, a broker that never
+        needed them builds them as its close would have left them: answering, and storing nothing.
         """
         if self._groups is None:
-            if self.closed:
-                raise ClosedError("the broker is closed")
             if not self._started:
                 raise ClosedError("the broker is not started: use `async with Broker(...)` or `await broker.start()`")
-            self._groups = self._group_service()
+            self._groups = self._group_service(storing=not self.closed)
         return self._groups
 
-    def _group_service(self) -> GroupService:
+    def _group_service(self, *, storing: bool = True) -> GroupService:
         from kafkalite.broker.group_service import GroupService  # see `groups`
         from kafkalite.groups import ConsumerGroupConfig, GroupConfig
 
@@ -293,6 +293,7 @@ class Broker:
                 max_size=self.config.group_consumer_max_size,
             ),
             self._topic_image,
+            storing=storing,
         )
 
     # --- topics -----------------------------------------------------------------------------------------------

@@ -105,6 +105,8 @@ class GroupService:
         offsets: OffsetManager,
         consumer_config: ConsumerGroupConfig | None = None,
         topics: Callable[[], TopicImage] = dict,
+        *,
+        storing: bool = True,
     ) -> None:
         self.coordinator = GroupCoordinator(config)
         self.consumer = ConsumerGroupCoordinator(consumer_config)
@@ -120,7 +122,7 @@ class GroupService:
         self._undone_takeovers: set[tuple[str, str]] = set()  # (group, member id) whose JoinGroup must fail
         self._consumer_view: dict[str, dict[bytes, object]] = {}  # KIP-848 group -> its records in the log
         self._failing: set[tuple[str, str]] = set()  # (kind, group) whose last write failed: logged once
-        self._storing = True  # until the broker closes: see `stop_storing`
+        self._storing = storing  # until the broker closes: see `stop_storing` (False: built after the close)
         self._restore()
 
     def _restore(self) -> None:

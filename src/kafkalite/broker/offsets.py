@@ -259,6 +259,10 @@ class OffsetManager:
                 self._stored_groups[group_id] = group
         return failed
 
+    def has_groups(self) -> bool:
+        """Whether any group is stored, classic or KIP-848: what the group service would restore if built now."""
+        return bool(self._stored_groups) or bool(self._consumer_group_records)
+
     def consumer_group_records(self) -> dict[bytes, bytes]:
         """The KIP-848 groups' records as loaded at start: each key's latest value (tombstoned keys left out)."""
         return dict(self._consumer_group_records)

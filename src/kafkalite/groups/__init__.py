@@ -16,10 +16,10 @@ without the coordinators, and loads them on its first group request (`Broker.gro
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+import importlib as _importlib
+import typing as _typing
 
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from kafkalite.groups._state import GroupState
     from kafkalite.groups.assignors import (
         ASSIGNORS,
@@ -69,7 +69,7 @@ if TYPE_CHECKING:
     )
     from kafkalite.groups.stored_group import StoredGroup, StoredMember
 
-_MODULE_OF: dict[str, str] = {  # name -> the module of this package that defines it
+_MODULE_OF: dict[str, str] = {  # name -> the module of this package it is imported from
     "GroupState": "_state",
     "ASSIGNORS": "assignors",
     "Assignor": "assignors",
@@ -170,10 +170,16 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value  # found once: later lookups do not come back here
-    return value
+if not _typing.TYPE_CHECKING:  # for mypy the names are the imports above, so a misspelt one is still an error
+
+    def __getattr__(name: str) -> object:
+        module = _MODULE_OF.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(_importlib.import_module(f"{__name__}.{module}"), name)
+        globals()[name] = value  # found once: later lookups do not come back here
+        return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
