@@ -189,3 +189,11 @@ def test_ids_longer_than_a_stored_key_can_hold_are_refused() -> None:
     assert result.error_code == 42  # INVALID_REQUEST
     assert result.error_message == "GroupId and MemberId can't be longer than 32767 bytes."
     assert h.coordinator.group(GROUP) is None
+
+
+def test_every_member_state_has_its_code_in_the_records() -> None:
+    """The codes are keyed by `MemberState` value, so that reading the records at start needs no group module."""
+    from kafkalite.broker.consumer_group_records import _STATE_CODES
+
+    assert set(_STATE_CODES) == {state.value for state in MemberState}
+    assert sorted(_STATE_CODES.values()) == [0, 1, 2]  # Kafka's MemberState codes in the current-assignment record
