@@ -1,15 +1,16 @@
-"""What the disk does with the `fdatasync`s of several files at once: one after another, as the fsync thread runs a
-batch of partitions (`storage/group_commit.py`), against all of them at the same time on as many threads.
+"""What the disk does with the syncs of several files at once: `fdatasync` one after another (the fsync thread's
+batches before it used `syncfs`, `storage/group_commit.py`), `fdatasync` on all of them at the same time from as many
+threads, or one `syncfs` of their filesystem (what the fsync thread does now, on Linux 5.8 or later).
 
     .venv/bin/python -m bench.fsync_parallel [--dir DIR] [--files 8] [--chunk 60000] [--seconds 3] [--rounds 3]
 
-Each round runs both forms in turn for `--seconds` each (the order alternates by round; the disk is shared, so
-compare within a round). A step appends `--chunk` bytes to each of `--files` growing files (what one sync round of
-each of 8 partitions covers near 460,000 msg/s of 100 B records) and then syncs every file: `serial` calls
-`fdatasync` on each in turn, `parallel` on all at once from a thread each, and waits for all. Printed: steps a
-second, the median time of a step's syncs, and the bytes a second made durable. Pure disk and kernel: no broker and
-no event loop, so it says what parallel syncs could buy at most, not what they buy a broker whose threads share one
-interpreter lock.
+Each round runs the forms in turn for `--seconds` each (the order rotates by round; the disk is shared, so compare
+within a round). A step appends `--chunk` bytes to each of `--files` growing files (60,000: what one sync round of each
+of 8 partitions covers near 460,000 msg/s of 100 B records; 200: one small Produce request's records per partition)
+and then syncs every file: `serial` calls `fdatasync` on each in turn, `parallel` on all at once from a thread each
+and waits for all, `syncfs` makes one `FileOps.sync_filesystem` call. Printed: steps a second, the median time of a
+step's syncs, and the bytes a second made durable. Pure disk and kernel: no broker and no event loop, so it says what
+each form could buy at most, not what it buys a broker whose threads share one interpreter lock.
 """
 
 from __future__ import annotations
@@ -21,14 +22,19 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from kafkalite.storage.file_ops import FileOps
 
-def run(directory: str, files: int, chunk: int, seconds: float, parallel: bool) -> tuple[float, float, float]:
+FORMS = ("serial", "parallel", "syncfs")
+
+
+def run(directory: str, files: int, chunk: int, seconds: float, form: str) -> tuple[float, float, float]:
     """(steps a second, median sync time of a step in ms, MB a second made durable) for one form."""
     fds = [os.open(os.path.join(directory, f"f{n}"), os.O_RDWR | os.O_CREAT | os.O_TRUNC) for n in range(files)]
     data = b"x" * chunk
     written = 0
     sync_times: list[float] = []
-    pool = ThreadPoolExecutor(files, thread_name_prefix="fsync-parallel") if parallel else None
+    pool = ThreadPoolExecutor(files, thread_name_prefix="fsync-parallel") if form == "parallel" else None
+    ops = FileOps()
     try:
         began = time.perf_counter()
         while time.perf_counter() - began < seconds:
@@ -38,6 +44,8 @@ def run(directory: str, files: int, chunk: int, seconds: float, parallel: bool) 
             started = time.perf_counter()
             if pool is not None:
                 list(pool.map(os.fdatasync, fds))
+            elif form == "syncfs":
+                ops.sync_filesystem(fds[0])
             else:
                 for fd in fds:
                     os.fdatasync(fd)
@@ -61,12 +69,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     directory = tempfile.mkdtemp(dir=args.dir, prefix="fsync-parallel-")
-    steps: dict[str, list[float]] = {"serial": [], "parallel": []}
+    forms = FORMS if FileOps().syncs_filesystems else FORMS[:2]
+    steps: dict[str, list[float]] = {form: [] for form in forms}
     try:
         for round_number in range(args.rounds):
-            forms = ("serial", "parallel") if round_number % 2 == 0 else ("parallel", "serial")
-            for form in forms:
-                rate, median_ms, mb_s = run(directory, args.files, args.chunk, args.seconds, form == "parallel")
+            shift = round_number % len(forms)
+            for form in forms[shift:] + forms[:shift]:
+                rate, median_ms, mb_s = run(directory, args.files, args.chunk, args.seconds, form)
                 steps[form].append(rate)
                 print(
                     f"round {round_number + 1} {form:>8}: {rate:,.0f} steps/s of {args.files} files, "
@@ -75,8 +84,12 @@ def main() -> None:
                 )
     finally:
         os.rmdir(directory)
-    serial, parallel = statistics.median(steps["serial"]), statistics.median(steps["parallel"])
-    print(f"median steps/s: serial {serial:,.0f}, parallel {parallel:,.0f} ({parallel / serial:.2f}× serial)")
+    serial = statistics.median(steps["serial"])
+    medians = ", ".join(
+        f"{form} {statistics.median(rates):,.0f} ({statistics.median(rates) / serial:.2f}×)"
+        for form, rates in steps.items()
+    )
+    print(f"median steps/s (× serial): {medians}")
 
 
 if __name__ == "__main__":

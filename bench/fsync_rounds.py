@@ -1,24 +1,32 @@
 """What the fsync rounds of an acks=all produce row cost: whether a slow round waited on the disk or computed more.
 
     .venv/bin/python -m bench.fsync_rounds [--rounds 3] [--records 200000] [--size 1024] [--partitions 8]
+                                           [--rate MSG_S [--seconds 5]] [--baseline DIR ...]
 
-Each round starts `kafkalite serve` twice, `--fsync always` then `--fsync never` (console on, for `/metrics`), sends
-a 20,000-record warm-up and then `--records` records with one confluent-kafka producer as the bench's produce rows
-do (acks=all, `linger.ms=5`, round-robin over the partitions), and prints for each: msg/s, the broker's CPU per
-message, and from `/metrics` the group-commit fsync rounds of the timed part (`kafkalite_log_flush_seconds` and
-`kafkalite_log_flush_batch_appends`): how many, their mean duration and the mean appends each made durable.
+Each round starts `kafkalite serve` with `--fsync always`, then each `--baseline` source tree the same way (`git
+archive <commit>` unpacked, with its compiled modules when it has them), then this tree with `--fsync never` (console
+on, for `/metrics`). Each sends a 20,000-record warm-up and then `--records` records with one confluent-kafka
+producer as the bench's produce rows do (acks=all, `linger.ms=5`, round-robin over the partitions), and prints: msg/s,
+the broker's CPU per message, and from `/metrics` the group-commit fsync rounds of the timed part
+(`kafkalite_log_flush_seconds` and `kafkalite_log_flush_batch_appends`): how many, their mean duration and the mean
+appends each made durable. With `--rate`, the load is the bench's "acks=all answered" row instead (100 B records at
+that rate for `--seconds`, `linger.ms=0`, after a one-second warm-up of the same), and the line starts with the
+answers' p50 and p99.
 """
 
 from __future__ import annotations
 
 import argparse
 import re
+import sys
 import time
 import urllib.request
 import uuid
+from collections.abc import Callable
+from pathlib import Path
 
 from bench.brokers import _process, console_url, kafkalite_argv
-from bench.clients import KafkaClient
+from bench.clients import KafkaClient, answer_ages
 
 READY = r"^KafkaLite ready on"
 WARM_UP = 20_000
@@ -39,25 +47,48 @@ def _flush_figures(url: str) -> dict[str, float]:
     return figures
 
 
-def one(fsync: str, records: int, size: int, partitions: int) -> str:
-    with _process(f"fsync-{fsync}", "kafka", kafkalite_argv(fsync, http=True), READY) as running:
+Argv = Callable[[int, Path], list[str]]
+
+
+def baseline_argv(fsync: str) -> Argv:
+    """`kafkalite serve` of a source tree put on PYTHONPATH, console on."""
+    return lambda port, data_dir: [
+        *[sys.executable, "-m", "kafkalite.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
+        *["--data-dir", str(data_dir), "--http-port", "0", "--fsync", fsync, "--log-level", "WARNING"],
+    ]
+
+
+def one(label: str, argv: Argv, env: dict[str, str] | None, args: argparse.Namespace) -> str:
+    partitions = args.partitions
+    with _process(label, "kafka", argv, READY, env) as running:
         url = console_url(running)
         if url is None:
             raise SystemExit("the broker printed no console address")
         topic = f"rounds-{uuid.uuid4().hex[:8]}"
         running.create_topic(topic, partitions)
         client = KafkaClient(running.bootstrap)
-        payload = b"x" * size
-        client.produce(topic, partitions, payload, WARM_UP, "all", time.perf_counter() + 120)
+        payload = b"x" * args.size
+        line = f"{label}: "
+        if args.rate:
+            answer_ages(running.bootstrap, topic, partitions, args.rate, 1.0, "all", time.monotonic() + 60)
+        else:
+            client.produce(topic, partitions, payload, WARM_UP, "all", time.perf_counter() + 120)
         flushes, cpu = _flush_figures(url), running.cpu_seconds()
         began = time.perf_counter()
-        produced = client.produce(topic, partitions, payload, records, "all", time.perf_counter() + 300)
+        if args.rate:
+            answered = answer_ages(
+                running.bootstrap, topic, partitions, args.rate, args.seconds, "all", time.monotonic() + 120
+            )
+            done = max(1, len(answered.ages_ns))
+            ages = sorted(answered.ages_ns)
+            line += f"p50 {ages[len(ages) // 2] / 1e6:.2f} ms, p99 {ages[int(len(ages) * 0.99)] / 1e6:.2f} ms, "
+        else:
+            done = max(1, client.produce(topic, partitions, payload, args.records, "all", began + 300).acknowledged)
         seconds = time.perf_counter() - began
         cpu = running.cpu_seconds() - cpu
         after = _flush_figures(url)
     count, total_s, appends = (after[name] - flushes[name] for name in FLUSH_FIGURES)
-    done = max(1, produced.acknowledged)
-    line = f"fsync={fsync}: {done / seconds:,.0f} msg/s, broker {cpu / done * 1e6:.2f} µs/msg"
+    line += f"{done / seconds:,.0f} msg/s, broker {cpu / done * 1e6:.2f} µs/msg"
     if count:
         line += f"; {count:,.0f} fsync rounds, mean {total_s / count * 1000:.2f} ms, {appends / count:.1f} appends each"
         line += f", {total_s / seconds:.0%} of the time with a round under way (summed over partitions)"
@@ -70,10 +101,21 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=200_000)
     parser.add_argument("--size", type=int, default=1024)
     parser.add_argument("--partitions", type=int, default=8)
+    parser.add_argument("--rate", type=int, default=0, help="msg/s: the acks=all answered row's load instead")
+    parser.add_argument("--seconds", type=float, default=5.0, help="with --rate: how long the timed load runs")
+    parser.add_argument("--baseline", type=Path, action="append", default=[], help="another source tree (repeatable)")
     args = parser.parse_args()
+    if args.rate:
+        args.size = 100
+    forms: list[tuple[str, Argv, dict[str, str] | None]] = [("fsync=always", kafkalite_argv("always", http=True), None)]
+    for tree in args.baseline:
+        forms.append(
+            (f"{tree.name} fsync=always", baseline_argv("always"), {"PYTHONPATH": str(tree.resolve() / "src")})
+        )
+    forms.append(("fsync=never", kafkalite_argv("never", http=True), None))
     for number in range(args.rounds):
-        for fsync in ("always", "never"):
-            print(f"round {number + 1} " + one(fsync, args.records, args.size, args.partitions), flush=True)
+        for label, argv, env in forms:
+            print(f"round {number + 1} " + one(label, argv, env, args), flush=True)
 
 
 if __name__ == "__main__":

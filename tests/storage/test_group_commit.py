@@ -1,5 +1,5 @@
-"""`group_commit`: fsync jobs run by one thread in batches, large batches in parallel chunks, each awaiter woken
-only after its own job."""
+"""`group_commit`: fsync jobs run by one thread in batches, the jobs on one filesystem under one `syncfs`, large
+batches in parallel chunks, each awaiter woken only after its own job."""
 
 from __future__ import annotations
 
@@ -18,8 +18,10 @@ from typing import Any
 
 import pytest
 
+from kafkalite.errors import StorageError
 from kafkalite.protocol.records import read_header
 from kafkalite.storage import LogConfig, PartitionLog, group_commit
+from kafkalite.storage.file_ops import FileOps
 from kafkalite.storage.group_commit import JOBS_PER_THREAD, run_fsync_job
 
 from .logkit import make_batch
@@ -122,6 +124,138 @@ async def test_eight_partition_logs_sync_in_one_batch(tmp_path: Path) -> None:
         await asyncio.gather(*(log.sync() for log in logs))
         for log in logs:
             assert log._synced_sequence == log._write_sequence
+    finally:
+        for log in logs:
+            log.close()
+
+
+class SharedJob:
+    """A job `group_commit` may cover with one filesystem sync: it notes what happened to it in `seen`."""
+
+    def __init__(self, name: str, key: tuple[object, int] | None, seen: list[str], *, sync_fails: bool = False) -> None:
+        self.name, self.key, self.seen, self.sync_fails = name, key, seen, sync_fails
+
+    def __call__(self) -> None:
+        self.seen.append(f"alone {self.name}")
+
+    def filesystem(self) -> tuple[object, int] | None:
+        return self.key
+
+    def sync_filesystem(self) -> None:
+        self.seen.append(f"syncfs {self.key}")
+        if self.sync_fails:
+            raise OSError(5, "Input/output error")
+
+    def covered(self, error: OSError | None) -> None:
+        self.seen.append(f"covered {self.name}")
+        if error is not None:
+            raise RuntimeError(f"{self.name}: {error}")
+
+
+async def test_jobs_on_one_filesystem_share_one_sync_and_the_rest_run_alone() -> None:
+    seen: list[str] = []
+    jobs = [
+        SharedJob("a1", ("scope", 1), seen),
+        SharedJob("b1", ("scope", 2), seen),  # alone on its filesystem: its own fsyncs
+        SharedJob("a2", ("scope", 1), seen),
+        SharedJob("n", None, seen),  # its file calls cannot sync a filesystem
+        SharedJob("a3", ("scope", 1), seen),
+    ]
+    await asyncio.gather(*(run_fsync_job(job) for job in jobs), run_fsync_job(lambda: seen.append("plain")))
+    assert seen == ["syncfs ('scope', 1)", "covered a1", "covered a2", "covered a3", "alone b1", "alone n", "plain"]
+
+
+async def test_a_failed_filesystem_sync_fails_every_job_it_was_to_cover_and_no_other() -> None:
+    seen: list[str] = []
+    covered = [SharedJob(f"a{n}", ("scope", 1), seen, sync_fails=True) for n in range(3)]
+    other = SharedJob("b", ("scope", 2), seen)
+    results = await asyncio.gather(*(run_fsync_job(job) for job in [*covered, other]), return_exceptions=True)
+    assert [str(result) for result in results[:3]] == [f"a{n}: [Errno 5] Input/output error" for n in range(3)]
+    assert results[3] is None
+    assert seen.count("syncfs ('scope', 1)") == 1
+    assert "alone b" in seen
+
+
+async def test_a_job_that_cannot_name_its_filesystem_fails_alone() -> None:
+    class Unnamed(SharedJob):
+        def filesystem(self) -> tuple[object, int] | None:
+            raise ValueError("no device")
+
+    seen: list[str] = []
+    results = await asyncio.gather(
+        run_fsync_job(Unnamed("u", None, seen)), run_fsync_job(lambda: seen.append("plain")), return_exceptions=True
+    )
+    assert isinstance(results[0], ValueError)
+    assert results[1] is None
+    assert seen == ["plain"]
+
+
+class CountingOps(FileOps):
+    """The real calls, counted: `fsync`s by file name, and filesystem syncs."""
+
+    def __init__(self) -> None:
+        self.fsyncs: list[str] = []
+        self.filesystem_syncs = 0
+        self.fail_filesystem_sync = False
+
+    def fsync(self, fd: int) -> None:
+        self.fsyncs.append(os.readlink(f"/proc/self/fd/{fd}").rsplit("/", 1)[-1])
+        super().fsync(fd)
+
+    def sync_filesystem(self, fd: int) -> None:
+        self.filesystem_syncs += 1
+        if self.fail_filesystem_sync:
+            raise OSError(5, "Input/output error")
+        super().sync_filesystem(fd)
+
+
+needs_syncfs = pytest.mark.skipif(
+    not FileOps().syncs_filesystems or not Path("/proc/self/fd").is_dir(),
+    reason="syncfs needs Linux 5.8 or later; names descriptors through /proc",
+)
+
+
+async def _append_to_each(logs: list[PartitionLog]) -> None:
+    for log in logs:
+        batch = make_batch(3)
+        log.append(batch, read_header(batch))
+
+
+@needs_syncfs
+async def test_the_rounds_of_eight_logs_in_one_batch_take_one_filesystem_sync_and_no_fsync(tmp_path: Path) -> None:
+    ops = CountingOps()
+    logs = [PartitionLog.open(tmp_path / f"t-{n}", LogConfig(), file_ops=ops) for n in range(8)]
+    try:
+        await asyncio.gather(*(log.sync() for log in logs))  # the opening round
+        ops.fsyncs.clear()
+        before = ops.filesystem_syncs
+        await _append_to_each(logs)
+        await asyncio.gather(*(log.sync() for log in logs))
+        assert ops.filesystem_syncs == before + 1
+        assert ops.fsyncs == []
+        assert all(log._synced_sequence == log._write_sequence for log in logs)
+        await _append_to_each(logs[:1])  # one log alone in its batch: its own fdatasync
+        await logs[0].sync()
+        assert ops.filesystem_syncs == before + 1
+        assert ops.fsyncs == ["00000000000000000000.log"]
+    finally:
+        for log in logs:
+            log.close()
+
+
+@needs_syncfs
+async def test_a_failed_filesystem_sync_stops_every_log_it_covered(tmp_path: Path) -> None:
+    ops = CountingOps()
+    logs = [PartitionLog.open(tmp_path / f"t-{n}", LogConfig(), file_ops=ops) for n in range(3)]
+    try:
+        await asyncio.gather(*(log.sync() for log in logs))
+        await _append_to_each(logs)
+        ops.fail_filesystem_sync = True
+        results = await asyncio.gather(*(log.sync() for log in logs), return_exceptions=True)
+        assert all(isinstance(result, StorageError) and "syncfs" in str(result) for result in results), results
+        for log in logs:
+            with pytest.raises(StorageError, match="refuses writes"):
+                await _append_to_each([log])
     finally:
         for log in logs:
             log.close()

@@ -35,8 +35,9 @@ this engine adds the files (deleting segments, `log-start-offset`, lowering `rec
 Durability (group commit): `append` writes to the page cache and bumps `_write_sequence`. `sync()` waits until a
 completed fsync round covers the caller's sequence: a round snapshots the sequence and the segments written since the
 last round, and fsyncs their `.log` files (plus the directory when segments were created or deleted) in a worker
-thread (`group_commit`: one thread runs the rounds of every log in batches), on duplicated file descriptors, so the
-event loop never blocks and closing a segment cannot pull a descriptor away from a running fsync. Each caller waits
+thread (`group_commit`: one thread runs the rounds of every log in batches, and one `syncfs` covers the rounds of a
+batch on one filesystem: `_SyncRound`), on duplicated file descriptors, so the event loop never blocks and closing a
+segment cannot pull a descriptor away from a running fsync. Each caller waits
 on a future of its own, listed with its sequence; one task (`_sync_rounds`) runs round after round while any caller
 is left whose sequence no finished round covers, and resolves each caller as a round covers it (a caller that
 appended after a round took its snapshot waits for the next one, which every caller waiting at that moment shares).
@@ -75,7 +76,6 @@ after the offset asked for.
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import os
 import threading
@@ -158,6 +158,7 @@ class PartitionLog(SegmentedLog[Segment]):
         self._sync_task: asyncio.Task[None] | None = None  # `_sync_rounds`, while callers of `sync` wait
         self._sync_waiters: list[tuple[int, asyncio.Future[None]]] = []  # (sequence awaited, its caller's future)
         self.sync_stats: SyncStats | None = None  # the broker's fsync-round counters (`/metrics`), when it keeps them
+        self._device: int | None = None  # of the log's files, learned by the fsync thread (`_filesystem_of`)
         # Recovery point: `open` leaves everything below the log end on disk. Rolled segments wait in `_rolled` (with
         # the offset they end at) until the checkpoint task has flushed them; `_checkpoint_lock` makes "is this value
         # still true, then write it" one step between that worker thread and `truncate_to`/`close`, which bump
@@ -734,7 +735,7 @@ class PartitionLog(SegmentedLog[Segment]):
             raise
         began = time.perf_counter()
         try:
-            await run_fsync_job(functools.partial(self._fsync_descriptors, fds, sync_directory))
+            await run_fsync_job(_SyncRound(self, fds, sync_directory))
         except StorageError as exc:
             # A failed fsync may have dropped dirty pages for good, and a later fsync can succeed over the hole
             # (Linux clears the error once reported). So the log stops: no write is acknowledged on top of bytes
@@ -771,6 +772,36 @@ class PartitionLog(SegmentedLog[Segment]):
                     self.sync_stats.count_failure()
             raise failure
 
+    def _filesystem_of(self, fd: int) -> tuple[object, int] | None:
+        """Runs in the fsync thread: the key one `syncfs` covers this log's rounds under (`group_commit`), or None
+        when this log's file calls cannot make one."""
+        if not self._ops.syncs_filesystems:
+            return None
+        if self._device is None:
+            try:
+                self._device = os.fstat(fd).st_dev
+            except OSError:
+                return None  # the round runs its own fsyncs, which will report what is wrong
+        return self._ops.sync_scope, self._device
+
+    def _covered_round(self, fds: list[tuple[int, Path]], error: OSError | None) -> None:
+        """Runs in the fsync thread once a `syncfs` covered a round (`_SyncRound.covered`): close its descriptors; a
+        failed `syncfs` fails the round as a failed fsync of its files would."""
+        for fd, _ in fds:
+            try:
+                self._ops.close(fd)
+            except OSError:
+                pass  # a duplicate of our own: nothing was written through it
+        if error is None:
+            return
+        failure = StorageError(f"syncfs of the filesystem of {self.directory} failed: {error.strerror or error}")
+        with self._checkpoint_lock:
+            if self._fsync_failure is None:
+                self._fsync_failure = failure
+            if self.sync_stats is not None:
+                self.sync_stats.count_failure()
+        raise failure
+
     def _stop_writes(self, failure: StorageError) -> None:
         """Refuse every write from now on (reads go on) until the log is reopened, and say so once. The first failure
         recorded stays the one writes are refused with (a round and a checkpoint can fail at the same time)."""
@@ -794,6 +825,29 @@ class PartitionLog(SegmentedLog[Segment]):
                 f"{self.directory} refuses writes since an fsync failed ({self._fsync_failure}); "
                 "restart the broker to recover the log from disk"
             )
+
+
+class _SyncRound:
+    """One round's fsync job for the group-commit thread (`group_commit.FilesystemJob`): the round's duplicated
+    descriptors, closed when it ends, and whether the directory is synced too. Alone, it fsyncs them one by one; in a
+    batch with other rounds on its filesystem, one `syncfs` covers them all and the round only closes them."""
+
+    def __init__(self, log: PartitionLog, fds: list[tuple[int, Path]], sync_directory: bool) -> None:
+        self.log = log
+        self.fds = fds
+        self.sync_directory = sync_directory
+
+    def __call__(self) -> None:
+        self.log._fsync_descriptors(self.fds, self.sync_directory)
+
+    def filesystem(self) -> tuple[object, int] | None:
+        return self.log._filesystem_of(self.fds[0][0]) if self.fds else None
+
+    def sync_filesystem(self) -> None:
+        self.log._ops.sync_filesystem(self.fds[0][0])
+
+    def covered(self, error: OSError | None) -> None:
+        self.log._covered_round(self.fds, error)
 
 
 def _end_waits(waiters: list[tuple[int, asyncio.Future[None]]], error: BaseException | None) -> None:
