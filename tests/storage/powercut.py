@@ -137,6 +137,13 @@ class PowerCutOps(FileOps):
     def sync_scope(self) -> object:
         return self  # one process's calls: a killed one's do not make the next one's files durable
 
+    def device_for_syncfs(self, fd: int) -> int | None:
+        return 1  # one simulated disk, whatever the kernel offers: its `syncfs` is simulated too
+
+    def check_written(self, fd: int) -> None:
+        with self._lock:
+            self._alive()
+
     def sync_filesystem(self, fd: int) -> None:
         """`syncfs`: every file's content and every directory change this disk has seen becomes durable."""
         with self._lock:

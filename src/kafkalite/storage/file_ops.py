@@ -11,76 +11,21 @@ engine duplicated for that purpose, so closing a segment on the event loop never
 clean-shutdown marker) from these same calls rather than from `atomic_file`, so a test's `FileOps` sees every byte the
 engine puts in a partition directory, which is what a simulated power cut needs.
 
-`sync_filesystem` is Linux's `syncfs(2)`: one call that writes out every dirty file and directory of the filesystem
-holding a descriptor and flushes the device's cache once, where `fdatasync` flushes it once per file. The group-commit
-thread uses it for a batch that would otherwise take several `fdatasync`s on one filesystem (`group_commit`). It is
-offered (`syncs_filesystems`) only on Linux 5.8 or later: older kernels return success from `syncfs` even when a
-write-back failed, which would let an acknowledged write be lost unreported.
+`device_for_syncfs`, `sync_filesystem` and `check_written` let the group-commit thread make the fsync rounds of several
+partitions durable with one `syncfs` (`filesystem_sync` says when that may stand in for an `fdatasync` per file). A
+test that overrides `fsync` to inject a fault, and not these, keeps its `fsync`s: `device_for_syncfs` answers None.
 """
 
 from __future__ import annotations
 
-import errno
 import os
-import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
+from kafkalite.storage import filesystem_sync
+
 _fdatasync = getattr(os, "fdatasync", os.fsync)  # appends change the size, which fdatasync also flushes
-SYNCFS_REPORTS_ERRORS_SINCE = (5, 8)  # Linux: before it, syncfs returned 0 whatever write-back failed
-
-
-def _kernel_version() -> tuple[int, int]:
-    """(major, minor) of the running Linux kernel, (0, 0) when the release string does not start with them."""
-    parts = os.uname().release.split(".")
-    try:
-        return int(parts[0]), int("".join(c for c in parts[1].split("-")[0] if c.isdigit()) or 0)
-    except (IndexError, ValueError):
-        return 0, 0
-
-
-class _Syncfs:
-    """`syncfs(2)` from the C library, looked up on first use (ctypes is not imported by a broker that never needs
-    it). The call releases the interpreter lock while the kernel works, as `os.fdatasync` does."""
-
-    def __init__(self) -> None:
-        self._call: Callable[[int], int] | None = None
-        self._available: bool | None = None
-
-    def available(self) -> bool:
-        if self._available is None:
-            self._available = self._lookup() is not None
-        return self._available
-
-    def __call__(self, fd: int) -> None:
-        call = self._lookup()
-        if call is None:
-            raise OSError(errno.ENOSYS, "syncfs is not available here")
-        if call(fd) != 0:
-            import ctypes
-
-            code = ctypes.get_errno()
-            raise OSError(code, os.strerror(code))
-
-    def _lookup(self) -> Callable[[int], int] | None:
-        if self._call is None and self._available is not False:
-            if not sys.platform.startswith("linux") or _kernel_version() < SYNCFS_REPORTS_ERRORS_SINCE:
-                self._available = False
-                return None
-            import ctypes
-
-            try:
-                function = ctypes.CDLL(None, use_errno=True).syncfs
-            except (AttributeError, OSError):  # a C library without it
-                self._available = False
-                return None
-            function.argtypes = [ctypes.c_int]
-            function.restype = ctypes.c_int
-            self._call = function
-        return self._call
-
-
-_syncfs = _Syncfs()
+SAME_DISKS = object()  # the `sync_scope` of every plain `FileOps`
 
 
 def _finish_write(fd: int, data: bytes | bytearray | memoryview, position: int, written: int) -> None:
@@ -130,18 +75,26 @@ class FileOps:
 
     @property
     def sync_scope(self) -> object:
-        """Objects with the same scope act on the same disks, so one's `sync_filesystem` serves the others' files: every
-        plain `FileOps` does (a test's fault-injecting one may set its own)."""
-        return FileOps
+        """Instances with the same scope act on the same disks, so one's `sync_filesystem` covers the others' files:
+        every plain `FileOps` does (`SAME_DISKS`); a test's simulated disk answers its own."""
+        return SAME_DISKS
 
-    @property
-    def syncs_filesystems(self) -> bool:
-        """Whether `sync_filesystem` may be called (Linux 5.8 or later; see the module docstring)."""
-        return _syncfs.available()
+    def device_for_syncfs(self, fd: int) -> int | None:
+        """The device of `fd`'s filesystem when one `sync_filesystem` may stand in for `fsync` on its files, else None
+        (`filesystem_sync`; None too for a subclass that overrides `fsync` but not `sync_filesystem`)."""
+        cls = type(self)
+        if cls.fsync is not FileOps.fsync and cls.sync_filesystem is FileOps.sync_filesystem:
+            return None
+        return filesystem_sync.device_for_syncfs(fd)
 
     def sync_filesystem(self, fd: int) -> None:
-        """Make every file and directory change on the filesystem holding `fd` durable (`syncfs`)."""
-        _syncfs(fd)
+        """`syncfs`: every file and directory change on `fd`'s filesystem made durable. Raises `OSError`, or
+        `filesystem_sync.SyncfsUnavailable` when the kernel refused the call (nothing synced, nothing failed)."""
+        filesystem_sync.sync_filesystem(fd)
+
+    def check_written(self, fd: int) -> None:
+        """After `sync_filesystem`: raise the write-back error `fd`'s file met, as its `fsync` would have."""
+        filesystem_sync.check_written(fd)
 
     def fsync_directory(self, directory: Path) -> None:
         fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)

@@ -12,19 +12,19 @@ fsync=never). Here:
 - one thread, `kafkalite-fsync`, takes everything handed over since its last batch began as its next batch (so a
   batch covers every partition that wrote meanwhile, from every loop in the process) and runs the jobs one after
   another, then wakes each loop once for all of its jobs in the batch;
-- the jobs of a batch that sit on one filesystem, two or more of them, are covered by one `syncfs` (Linux 5.8 or
-  later, `FileOps.sync_filesystem`) instead of an `fdatasync` per file: one call writes every file out and flushes the
-  device's cache once, where each `fdatasync` flushes it again (`bench/fsync_parallel.py`: 8 files, 3–7× shorter);
+- the jobs of a batch that sit on one filesystem, two or more of them, are covered by one `syncfs` instead of an
+  `fdatasync` per file, where `filesystem_sync` says it may stand in for them: one call writes every file out and
+  flushes the device's cache once, where each `fdatasync` flushes it again (`bench/fsync_parallel.py`: 2.8–7.5× the
+  sync steps of 8 files on one disk);
 - a batch of more than `JOBS_PER_THREAD` other jobs (a Produce over hundreds of partitions where `syncfs` is not
   available) is cut into chunks of that many, run in parallel on up to `HELPER_THREADS` more threads, so a large
   batch does not take hundreds of `fdatasync`s end to end.
 
 A job is any callable that does its own fsyncs. One that `syncfs` may cover also has the methods of `FilesystemJob`
-(the partition log's rounds do): `filesystem()` names the filesystem and who owns the calls, `sync_filesystem()` makes
-the call, and `covered(error)` finishes the job after it (closes its descriptors, or fails with `error`). A failed
-`syncfs` fails every job it was to cover.
-
-`docs/benchmarks.md` ("Group commit across partitions, again") has what it bought and what it costs.
+(the partition log's rounds do): `filesystem_key()` names the filesystem and who owns the calls, `sync_filesystem()`
+makes the call, and `covered(error)` finishes the job after it (checks its files' own write-back errors, closes its
+descriptors, or fails with `error`). A job whose key cannot be read, or whose `syncfs` turns out not to be available,
+runs alone; a failed `syncfs` fails every job it was to cover.
 
 Invariants: a job's awaiter resumes only after its own job returned (or raised: the exception is re-raised to that
 awaiter alone); no job waits for a batch that begins after it was handed over; a loop that closed before its batch
@@ -53,7 +53,7 @@ import weakref
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_all
-from typing import Protocol
+from typing import Protocol, cast
 
 JOBS_PER_THREAD = 8
 HELPER_THREADS = 7
@@ -68,13 +68,14 @@ class FilesystemJob(Protocol):
     def __call__(self) -> None:
         """Run alone: the job's own fsyncs."""
 
-    def filesystem(self) -> tuple[object, int] | None:
+    def filesystem_key(self) -> tuple[object, int] | None:
         """(who owns the calls, the device): jobs with the same pair share one `syncfs`; None: run alone."""
 
-    def sync_filesystem(self) -> None:
-        """Make everything on the job's filesystem durable (raises `OSError`)."""
+    def sync_filesystem(self) -> bool:
+        """Make everything on the job's filesystem durable; False when the call could not be made (nothing synced, the
+        jobs run alone). Raises when it failed."""
 
-    def covered(self, error: OSError | None) -> None:
+    def covered(self, error: BaseException | None) -> None:
         """Finish the job after a `syncfs` made its files durable (None) or failed (raises then)."""
 
 
@@ -183,36 +184,38 @@ def _run_batch(state: _State, handed: list[_Handed]) -> None:
 
 def _cover_by_filesystem(jobs: list[Job], outcomes: list[BaseException | None]) -> list[int]:
     """Run one `syncfs` per filesystem that two or more of `jobs` sit on, and finish those jobs; return the indexes of
-    the jobs left to run alone."""
-    on: dict[tuple[object, int], list[int]] = {}
+    the jobs left to run alone, in the order they were handed over."""
+    jobs_by_filesystem: dict[tuple[object, int], list[int]] = {}
     alone: list[int] = []
     for index, job in enumerate(jobs):
-        filesystem = getattr(job, "filesystem", None)
+        filesystem_key = getattr(job, "filesystem_key", None)
         try:
-            key = None if filesystem is None else filesystem()
-        except BaseException as exc:  # handed to that job's awaiter
-            outcomes[index] = exc
-            continue
+            key = None if filesystem_key is None else filesystem_key()
+        except Exception:  # its own fsyncs will say what is wrong with its files
+            key = None
         if key is None:
             alone.append(index)
         else:
-            on.setdefault(key, []).append(index)
-    for indexes in on.values():
+            jobs_by_filesystem.setdefault(key, []).append(index)
+    for indexes in jobs_by_filesystem.values():
+        covering = [cast("FilesystemJob", jobs[index]) for index in indexes]
         if len(indexes) == 1:
             alone.append(indexes[0])
             continue
-        covering: list[FilesystemJob] = [jobs[index] for index in indexes]  # type: ignore[misc]
-        error: OSError | None = None
+        error: BaseException | None = None
         try:
-            covering[0].sync_filesystem()
-        except OSError as exc:
-            error = exc
+            synced = covering[0].sync_filesystem()
+        except Exception as exc:  # every job it was to cover fails with it
+            synced, error = True, exc
+        if not synced:
+            alone += indexes
+            continue
         for index, job in zip(indexes, covering, strict=True):
             try:
                 job.covered(error)
             except BaseException as exc:  # handed to that job's awaiter
                 outcomes[index] = exc
-    alone.sort()  # in the order they were handed over
+    alone.sort()
     return alone
 
 

@@ -37,10 +37,10 @@ completed fsync round covers the caller's sequence: a round snapshots the sequen
 last round, and fsyncs their `.log` files (plus the directory when segments were created or deleted) in a worker
 thread (`group_commit`: one thread runs the rounds of every log in batches, and one `syncfs` covers the rounds of a
 batch on one filesystem: `_SyncRound`), on duplicated file descriptors, so the event loop never blocks and closing a
-segment cannot pull a descriptor away from a running fsync. Each caller waits
-on a future of its own, listed with its sequence; one task (`_sync_rounds`) runs round after round while any caller
-is left whose sequence no finished round covers, and resolves each caller as a round covers it (a caller that
-appended after a round took its snapshot waits for the next one, which every caller waiting at that moment shares).
+segment cannot pull a descriptor away from a running fsync. Each caller waits on a future of its own, listed with its
+sequence; one task (`_sync_rounds`) runs round after round while any caller is left whose sequence no finished round
+covers, and resolves each caller as a round covers it (a caller that appended after a round took its snapshot waits
+for the next one, which every caller waiting at that moment shares).
 A failed round passes its error to every caller waiting then; a cancelled caller leaves the rounds alone, and the
 callers of a cancelled rounds task are cancelled with it. `fsync=False` turns `sync` into a no-op and every fsync
 above into nothing (the checkpoint files are still renamed into place, which is enough for kill -9).
@@ -101,6 +101,7 @@ from kafkalite.storage.file_cleaning import (
 )
 from kafkalite.storage.file_ops import FileOps, replace_atomically
 from kafkalite.storage.file_records import TRUNCATED_SUFFIX, FileRecords
+from kafkalite.storage.filesystem_sync import SyncfsUnavailable
 from kafkalite.storage.group_commit import run_fsync_job
 from kafkalite.storage.policy import DEFAULT_CONFIG, wall_clock_ms
 from kafkalite.storage.segment import LOG_SUFFIX, Segment, storage_error
@@ -158,7 +159,7 @@ class PartitionLog(SegmentedLog[Segment]):
         self._sync_task: asyncio.Task[None] | None = None  # `_sync_rounds`, while callers of `sync` wait
         self._sync_waiters: list[tuple[int, asyncio.Future[None]]] = []  # (sequence awaited, its caller's future)
         self.sync_stats: SyncStats | None = None  # the broker's fsync-round counters (`/metrics`), when it keeps them
-        self._device: int | None = None  # of the log's files, learned by the fsync thread (`_filesystem_of`)
+        self._device: int | None = None  # for `syncfs`, learned by the fsync thread (`_syncfs_key`); -1: none
         # Recovery point: `open` leaves everything below the log end on disk. Rolled segments wait in `_rolled` (with
         # the offset they end at) until the checkpoint task has flushed them; `_checkpoint_lock` makes "is this value
         # still true, then write it" one step between that worker thread and `truncate_to`/`close`, which bump
@@ -742,6 +743,13 @@ class PartitionLog(SegmentedLog[Segment]):
             # that may be gone. Reopening it (a broker restart) recovers from what is really on disk.
             self._stop_writes(exc)
             raise
+        except Exception as exc:
+            # Anything else leaves the round's files in doubt, and the round took them off the unsynced list: a later
+            # round must not acknowledge past them, so the log stops the same way.
+            failure = StorageError(f"the fsync round of {self.directory} failed: {exc!r}")
+            self._record_fsync_failure(failure)
+            self._stop_writes(failure)
+            raise failure from exc
         else:
             if self._fsync_failure is not None:  # a checkpoint's fsync failed meanwhile: this success proves nothing
                 raise self._fsync_failure
@@ -765,42 +773,63 @@ class PartitionLog(SegmentedLog[Segment]):
             except OSError as exc:
                 failure = StorageError(f"fsync {self.directory} failed: {exc.strerror or exc}")
         if failure is not None:
-            with self._checkpoint_lock:  # at once, from this thread: no round or checkpoint may trust a later fsync
-                if self._fsync_failure is None:
-                    self._fsync_failure = failure
-                if self.sync_stats is not None:
-                    self.sync_stats.count_failure()
+            self._record_fsync_failure(failure)
             raise failure
 
-    def _filesystem_of(self, fd: int) -> tuple[object, int] | None:
-        """Runs in the fsync thread: the key one `syncfs` covers this log's rounds under (`group_commit`), or None
-        when this log's file calls cannot make one."""
-        if not self._ops.syncs_filesystems:
-            return None
-        if self._device is None:
-            try:
-                self._device = os.fstat(fd).st_dev
-            except OSError:
-                return None  # the round runs its own fsyncs, which will report what is wrong
-        return self._ops.sync_scope, self._device
-
-    def _covered_round(self, fds: list[tuple[int, Path]], error: OSError | None) -> None:
-        """Runs in the fsync thread once a `syncfs` covered a round (`_SyncRound.covered`): close its descriptors; a
-        failed `syncfs` fails the round as a failed fsync of its files would."""
-        for fd, _ in fds:
-            try:
-                self._ops.close(fd)
-            except OSError:
-                pass  # a duplicate of our own: nothing was written through it
-        if error is None:
-            return
-        failure = StorageError(f"syncfs of the filesystem of {self.directory} failed: {error.strerror or error}")
+    def _record_fsync_failure(self, failure: StorageError) -> None:
+        """At once, from the thread that saw it: no round or checkpoint may trust a later fsync of this log."""
         with self._checkpoint_lock:
             if self._fsync_failure is None:
                 self._fsync_failure = failure
             if self.sync_stats is not None:
                 self.sync_stats.count_failure()
+
+    def _syncfs_key(self, fd: int) -> tuple[object, int] | None:
+        """Runs in the fsync thread: the key under which one `syncfs` may cover this log's rounds with other logs'
+        (`group_commit`), or None. Any one of a round's descriptors tells the filesystem: every file of a round is in
+        this log's directory. The device is learned once; the answer depends only on it and on this log's `FileOps`."""
+        if self._device is None:
+            self._device = self._ops.device_for_syncfs(fd)
+            if self._device is None:
+                self._device = -1  # none: this log's rounds always run their own fsyncs
+        return None if self._device < 0 else (self._ops.sync_scope, self._device)
+
+    def _covered_round(self, fds: list[tuple[int, Path]], sync_directory: bool, error: BaseException | None) -> None:
+        """Runs in the fsync thread once a `syncfs` covered a round (`_SyncRound.covered`). A failed `syncfs` fails the
+        round as a failed fsync of its files would. After one that succeeded, each file is asked for its own write-back
+        error (`FileOps.check_written`), which `syncfs` may have reported through another log's descriptor; where
+        that cannot be asked, the round runs its own fsyncs. Closes the round's descriptors either way."""
+        if error is None:
+            try:
+                error = self._first_write_back_error(fds)
+            except SyncfsUnavailable:
+                self._fsync_descriptors(fds, sync_directory)
+                return
+        for fd, _ in fds:
+            try:
+                self._ops.close(fd)
+            except OSError:
+                pass  # a duplicate of our own: closing it loses nothing
+        if error is None:
+            return
+        if isinstance(error, StorageError):
+            failure = error
+        else:
+            reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+            failure = StorageError(f"syncfs of the filesystem of {self.directory} failed: {reason}")
+        self._record_fsync_failure(failure)
         raise failure
+
+    def _first_write_back_error(self, fds: list[tuple[int, Path]]) -> StorageError | None:
+        """The first of the round's files to report a write-back error since its descriptor last looked, as one."""
+        for fd, path in fds:
+            try:
+                self._ops.check_written(fd)
+            except SyncfsUnavailable:
+                raise
+            except OSError as exc:
+                return StorageError(f"write-back of {path} failed: {exc.strerror or exc}")
+        return None
 
     def _stop_writes(self, failure: StorageError) -> None:
         """Refuse every write from now on (reads go on) until the log is reopened, and say so once. The first failure
@@ -830,7 +859,8 @@ class PartitionLog(SegmentedLog[Segment]):
 class _SyncRound:
     """One round's fsync job for the group-commit thread (`group_commit.FilesystemJob`): the round's duplicated
     descriptors, closed when it ends, and whether the directory is synced too. Alone, it fsyncs them one by one; in a
-    batch with other rounds on its filesystem, one `syncfs` covers them all and the round only closes them."""
+    batch with other rounds on its filesystem, one `syncfs` covers them all, and the round checks its files' own
+    write-back errors and closes them."""
 
     def __init__(self, log: PartitionLog, fds: list[tuple[int, Path]], sync_directory: bool) -> None:
         self.log = log
@@ -840,14 +870,18 @@ class _SyncRound:
     def __call__(self) -> None:
         self.log._fsync_descriptors(self.fds, self.sync_directory)
 
-    def filesystem(self) -> tuple[object, int] | None:
-        return self.log._filesystem_of(self.fds[0][0]) if self.fds else None
+    def filesystem_key(self) -> tuple[object, int] | None:
+        return self.log._syncfs_key(self.fds[0][0]) if self.fds else None
 
-    def sync_filesystem(self) -> None:
-        self.log._ops.sync_filesystem(self.fds[0][0])
+    def sync_filesystem(self) -> bool:
+        try:
+            self.log._ops.sync_filesystem(self.fds[0][0])
+        except SyncfsUnavailable:
+            return False
+        return True
 
-    def covered(self, error: OSError | None) -> None:
-        self.log._covered_round(self.fds, error)
+    def covered(self, error: BaseException | None) -> None:
+        self.log._covered_round(self.fds, self.sync_directory, error)
 
 
 def _end_waits(waiters: list[tuple[int, asyncio.Future[None]]], error: BaseException | None) -> None:
