@@ -1,6 +1,7 @@
-"""What the disk does with the syncs of several files at once: `fdatasync` one after another (the fsync thread's
-batches before it used `syncfs`, `storage/group_commit.py`), `fdatasync` on all of them at the same time from as many
-threads, or one `syncfs` of their filesystem (what the fsync thread does now, on Linux 5.8 or later).
+"""What the disk does with the syncs of several files at once: `fdatasync` one after another (as the fsync thread runs
+a batch, `storage/group_commit.py`), `fdatasync` on all of them at the same time from as many threads, or one Linux
+`syncfs` of their filesystem (measured, not used by the broker: see `docs/benchmarks.md`, "One
+`syncfs` for a batch of partitions: built, measured, not kept").
 
     .venv/bin/python -m bench.fsync_parallel [--dir DIR] [--files 8] [--chunk 60000] [--seconds 3] [--rounds 3]
 
@@ -8,9 +9,10 @@ Each round runs the forms in turn for `--seconds` each (the order rotates by rou
 within a round). A step appends `--chunk` bytes to each of `--files` growing files (60,000: what one sync round of each
 of 8 partitions covers near 460,000 msg/s of 100 B records; 200: one small Produce request's records per partition)
 and then syncs every file: `serial` calls `fdatasync` on each in turn, `parallel` on all at once from a thread each
-and waits for all, `syncfs` makes one `FileOps.sync_filesystem` call. Printed: steps a second, the median time of a
-step's syncs, and the bytes a second made durable. Pure disk and kernel: no broker and no event loop, so it says what
-each form could buy at most, not what it buys a broker whose threads share one interpreter lock.
+and waits for all, `syncfs` makes one `syncfs(2)` call (through ctypes; the form is left out where the C library
+has none). Printed: steps a second, the median time of a step's syncs, and the bytes a second made durable. Pure disk
+and kernel: no broker and no event loop, so it says what each form could buy at most, not what it buys a broker whose
+threads share one interpreter lock.
 """
 
 from __future__ import annotations
@@ -20,11 +22,31 @@ import os
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from kafkalite.storage.file_ops import FileOps
+
+def _syncfs() -> Callable[[int], int] | None:
+    """The C library's `syncfs`, or None where there is none."""
+    try:
+        import ctypes
+
+        call = ctypes.CDLL(None, use_errno=True).syncfs
+    except (ImportError, AttributeError, OSError):
+        return None
+    call.argtypes, call.restype = [ctypes.c_int], ctypes.c_int
+    return call  # type: ignore[no-any-return]
+
+
+SYNCFS = _syncfs()
 
 FORMS = ("serial", "parallel", "syncfs")
+
+
+def ctypes_errno() -> int:
+    import ctypes
+
+    return ctypes.get_errno()
 
 
 def run(directory: str, files: int, chunk: int, seconds: float, form: str) -> tuple[float, float, float]:
@@ -34,7 +56,6 @@ def run(directory: str, files: int, chunk: int, seconds: float, form: str) -> tu
     written = 0
     sync_times: list[float] = []
     pool = ThreadPoolExecutor(files, thread_name_prefix="fsync-parallel") if form == "parallel" else None
-    ops = FileOps()
     try:
         began = time.perf_counter()
         while time.perf_counter() - began < seconds:
@@ -45,7 +66,9 @@ def run(directory: str, files: int, chunk: int, seconds: float, form: str) -> tu
             if pool is not None:
                 list(pool.map(os.fdatasync, fds))
             elif form == "syncfs":
-                ops.sync_filesystem(fds[0])
+                assert SYNCFS is not None
+                if SYNCFS(fds[0]) != 0:
+                    raise OSError(ctypes_errno(), "syncfs failed")
             else:
                 for fd in fds:
                     os.fdatasync(fd)
@@ -69,7 +92,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     directory = tempfile.mkdtemp(dir=args.dir, prefix="fsync-parallel-")
-    forms = FORMS if FileOps().syncs_filesystems else FORMS[:2]
+    forms = FORMS if SYNCFS is not None else FORMS[:2]
     steps: dict[str, list[float]] = {form: [] for form in forms}
     try:
         for round_number in range(args.rounds):

@@ -110,8 +110,7 @@ class SyncStats:
         self._failures_lock = threading.Lock()
 
     def count_failure(self) -> None:
-        """One failed fsync round of one log (a failed `syncfs` counts once for each log whose round it covered): called
-        from the fsync threads of every log, so the count keeps a lock of its own."""
+        """One failed fsync: called from the fsync threads of every log, so the count keeps a lock of its own."""
         with self._failures_lock:
             self.failures += 1
 

@@ -1,9 +1,9 @@
 """A `FileOps` that simulates power loss: it knows what is durable, and a power cut tears everything else.
 
 Model (POSIX's promise, no more): a file's content is durable as of its last `fsync`; a directory change (create,
-remove, rename) is durable once its directory is fsynced; `sync_filesystem` (`syncfs`) makes all of them durable.
-Files the tracker meets on disk without having written them are durable as found (they are what the previous cut
-left). Nothing here calls the real fsync or syncfs: durability is simulated, so the disk's speed does not matter.
+remove, rename) is durable once its directory is fsynced. Files the tracker meets on disk without having written them
+are durable as found (they are what the previous cut left). Nothing here calls the real fsync: durability is simulated,
+so the disk's speed does not matter.
 
 `power_cut()`, atomically with every other call, then:
   * for each file written since its last fsync, keeps the prefix it shares with its durable content and replaces the
@@ -132,26 +132,6 @@ class PowerCutOps(FileOps):
                 same_file = False  # fsync of a removed file: its content no longer matters
             if same_file:  # read by path: the descriptor may be write-only (a checkpoint's temp file)
                 self._durable[path] = path.read_bytes()
-
-    @property
-    def sync_scope(self) -> object:
-        return self  # one process's calls: a killed one's do not make the next one's files durable
-
-    def device_for_syncfs(self, fd: int) -> int | None:
-        return 1  # one simulated disk, whatever the kernel offers: its `syncfs` is simulated too
-
-    def check_written(self, fd: int) -> None:
-        with self._lock:
-            self._alive()
-
-    def sync_filesystem(self, fd: int) -> None:
-        """`syncfs`: every file's content and every directory change this disk has seen becomes durable."""
-        with self._lock:
-            self._alive()
-            for path in list(self._durable):
-                if path.exists():
-                    self._durable[path] = path.read_bytes()
-            self._pending_entries.clear()
 
     def fsync_directory(self, directory: Path) -> None:
         with self._lock:

@@ -755,6 +755,11 @@ async def test_a_failed_checkpoint_fsync_is_counted_with_the_failed_sync_rounds(
         await asyncio.wait_for(log.checkpointed(), 5)
         assert log.sync_stats.failures == 1
         assert log.sync_stats.rounds == 0
+        # The fsync thread records the failure as it sees it, so `checkpointed` may return before the checkpoint task
+        # has stopped the log and said so.
+        task = log._checkpoint_task
+        if task is not None:
+            await asyncio.wait_for(asyncio.shield(task), 5)
         assert "refuses writes from now on" in caplog.text
     finally:
         log.close()
@@ -955,3 +960,36 @@ def test_a_segment_with_gaps_and_large_batches_finds_what_a_header_walk_finds(tm
         if holding is not None:
             assert read_batches(segment.read(offset, 1))[0][1].base_offset == holding.base_offset
     segment.close()
+
+
+def test_a_failed_fsync_is_recorded_before_the_other_files_of_its_round_are_synced(tmp_path: Path) -> None:
+    """A round and a checkpoint may fsync duplicates of one open file, and the kernel reports a write-back error through
+    it once: the side that saw it must have recorded it before the other side's fsync can return and be trusted."""
+
+    class FirstFails(FileOps):
+        def __init__(self) -> None:
+            self.log: PartitionLog | None = None
+            self.calls = 0
+            self.recorded_when_second_ran: list[bool] = []
+
+        def fsync(self, fd: int) -> None:
+            self.calls += 1
+            if self.calls == 1:
+                raise OSError(5, "Input/output error")
+            assert self.log is not None
+            self.recorded_when_second_ran.append(self.log._fsync_failure is not None)
+            super().fsync(fd)
+
+    ops = FirstFails()
+    log = PartitionLog.open(tmp_path / "t-0", CONFIG, file_ops=ops, fsync=False)
+    try:
+        ops.log = log
+        active = log._segments[-1]
+        fds = [(active.open_log_for_flush(), active.log_path), (active.open_log_for_flush(), active.log_path)]
+        with pytest.raises(StorageError, match="Input/output error"):
+            log._fsync_descriptors(fds, sync_directory=False)
+        assert ops.recorded_when_second_ran == [True]
+        with pytest.raises(StorageError, match="refuses writes"):
+            fill(log, 1)
+    finally:
+        log.close()

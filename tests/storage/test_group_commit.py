@@ -1,31 +1,25 @@
-"""`group_commit`: fsync jobs run by one thread in batches, the jobs on one filesystem under one `syncfs`, large
-batches in parallel chunks, each awaiter woken only after its own job."""
+"""`group_commit`: fsync jobs run by one thread in batches, large batches in parallel chunks, each awaiter woken
+only after its own job."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import errno
 import functools
 import gc
 import os
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import weakref
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from kafkalite.errors import StorageError
 from kafkalite.protocol.records import read_header
-from kafkalite.storage import LogConfig, PartitionLog, filesystem_sync, group_commit
-from kafkalite.storage.file_ops import FileOps
+from kafkalite.storage import LogConfig, PartitionLog, group_commit
 from kafkalite.storage.group_commit import JOBS_PER_THREAD, run_fsync_job
 
 from .logkit import make_batch
@@ -131,207 +125,6 @@ async def test_eight_partition_logs_sync_in_one_batch(tmp_path: Path) -> None:
     finally:
         for log in logs:
             log.close()
-
-
-class SharedJob:
-    """A job `group_commit` may cover with one filesystem sync: it notes what happened to it in `seen`."""
-
-    def __init__(
-        self, name: str, key: tuple[object, int] | None, seen: list[str], *, sync: BaseException | bool = True
-    ) -> None:
-        self.name, self.key, self.seen, self.sync = name, key, seen, sync
-
-    def __call__(self) -> None:
-        self.seen.append(f"alone {self.name}")
-
-    def filesystem_key(self) -> tuple[object, int] | None:
-        return self.key
-
-    def sync_filesystem(self) -> bool:
-        self.seen.append(f"syncfs {self.key}")
-        if isinstance(self.sync, BaseException):
-            raise self.sync
-        return self.sync
-
-    def covered(self, error: BaseException | None) -> None:
-        self.seen.append(f"covered {self.name}")
-        if error is not None:
-            raise RuntimeError(f"{self.name}: {error}")
-
-
-async def test_jobs_on_one_filesystem_share_one_sync_and_the_rest_run_alone() -> None:
-    seen: list[str] = []
-    jobs = [
-        SharedJob("a1", ("scope", 1), seen),
-        SharedJob("b1", ("scope", 2), seen),  # alone on its filesystem: its own fsyncs
-        SharedJob("a2", ("scope", 1), seen),
-        SharedJob("n", None, seen),  # its file calls cannot sync a filesystem
-        SharedJob("a3", ("scope", 1), seen),
-    ]
-    await asyncio.gather(*(run_fsync_job(job) for job in jobs), run_fsync_job(lambda: seen.append("plain")))
-    assert seen == ["syncfs ('scope', 1)", "covered a1", "covered a2", "covered a3", "alone b1", "alone n", "plain"]
-
-
-@pytest.mark.parametrize("failure", [OSError(5, "Input/output error"), MemoryError("no room")])
-async def test_a_failed_filesystem_sync_fails_every_job_it_was_to_cover_and_no_other(failure: BaseException) -> None:
-    seen: list[str] = []
-    covered = [SharedJob(f"a{n}", ("scope", 1), seen, sync=failure) for n in range(3)]
-    other = SharedJob("b", ("scope", 2), seen)
-    results = await asyncio.gather(*(run_fsync_job(job) for job in [*covered, other]), return_exceptions=True)
-    assert [str(result) for result in results[:3]] == [f"a{n}: {failure}" for n in range(3)]
-    assert results[3] is None
-    assert seen.count("syncfs ('scope', 1)") == 1
-    assert "alone b" in seen
-
-
-async def test_jobs_whose_filesystem_sync_is_not_available_run_alone() -> None:
-    seen: list[str] = []
-    jobs = [SharedJob(f"a{n}", ("scope", 1), seen, sync=False) for n in range(3)]
-    await asyncio.gather(*(run_fsync_job(job) for job in jobs))
-    assert seen == ["syncfs ('scope', 1)", "alone a0", "alone a1", "alone a2"]
-
-
-async def test_a_job_that_cannot_name_its_filesystem_runs_alone() -> None:
-    class Unnamed(SharedJob):
-        def filesystem_key(self) -> tuple[object, int] | None:
-            raise ValueError("no device")
-
-    seen: list[str] = []
-    await asyncio.gather(run_fsync_job(Unnamed("u", None, seen)), run_fsync_job(lambda: seen.append("plain")))
-    assert seen == ["alone u", "plain"]
-
-
-class CountingOps(FileOps):
-    """The real calls, counted: `fsync`s by file name, and filesystem syncs; `check_written` fails for the files named
-    in `unwritten` (a write-back error that another log's descriptor reported to `syncfs`)."""
-
-    def __init__(self) -> None:
-        self.fsyncs: list[str] = []
-        self.filesystem_syncs = 0
-        self.fail_filesystem_sync = False
-        self.unwritten: set[Path] = set()
-
-    def fsync(self, fd: int) -> None:
-        self.fsyncs.append(os.readlink(f"/proc/self/fd/{fd}").rsplit("/", 1)[-1])
-        super().fsync(fd)
-
-    def sync_filesystem(self, fd: int) -> None:
-        self.filesystem_syncs += 1
-        if self.fail_filesystem_sync:
-            raise OSError(5, "Input/output error")
-        super().sync_filesystem(fd)
-
-    def check_written(self, fd: int) -> None:
-        if Path(os.readlink(f"/proc/self/fd/{fd}")).parent in self.unwritten:
-            raise OSError(5, "Input/output error")
-        super().check_written(fd)
-
-
-def _syncfs_here() -> bool:
-    if not Path("/proc/self/fd").is_dir():
-        return False
-    fd = os.open(tempfile.gettempdir(), os.O_RDONLY)
-    try:
-        return FileOps().device_for_syncfs(fd) is not None
-    finally:
-        os.close(fd)
-
-
-needs_syncfs = pytest.mark.skipif(
-    not _syncfs_here(), reason="syncfs stands in for fdatasync on Linux 5.17+ and local block filesystems only"
-)
-
-
-async def _append_to_each(logs: list[PartitionLog]) -> None:
-    for log in logs:
-        batch = make_batch(3)
-        log.append(batch, read_header(batch))
-
-
-@contextlib.asynccontextmanager
-async def logs_written_since_sync(tmp_path: Path, ops: FileOps, count: int) -> AsyncIterator[list[PartitionLog]]:
-    """`count` logs on `ops`, past their opening round, each with an append no round has covered yet."""
-    logs = [PartitionLog.open(tmp_path / f"t-{n}", LogConfig(), file_ops=ops) for n in range(count)]
-    try:
-        await asyncio.gather(*(log.sync() for log in logs))
-        await _append_to_each(logs)
-        yield logs
-    finally:
-        for log in logs:
-            log.close()
-
-
-@needs_syncfs
-async def test_the_rounds_of_eight_logs_in_one_batch_take_one_filesystem_sync_and_no_fsync(tmp_path: Path) -> None:
-    ops = CountingOps()
-    async with logs_written_since_sync(tmp_path, ops, 8) as logs:
-        ops.fsyncs.clear()
-        before = ops.filesystem_syncs
-        await asyncio.gather(*(log.sync() for log in logs))
-        assert ops.filesystem_syncs == before + 1
-        assert ops.fsyncs == []
-        assert all(log._synced_sequence == log._write_sequence for log in logs)
-        await _append_to_each(logs[:1])  # one log alone in its batch: its own fdatasync
-        await logs[0].sync()
-        assert ops.filesystem_syncs == before + 1
-        assert ops.fsyncs == ["00000000000000000000.log"]
-
-
-@needs_syncfs
-async def test_a_failed_filesystem_sync_stops_every_log_it_covered(tmp_path: Path) -> None:
-    ops = CountingOps()
-    async with logs_written_since_sync(tmp_path, ops, 3) as logs:
-        ops.fail_filesystem_sync = True
-        results = await asyncio.gather(*(log.sync() for log in logs), return_exceptions=True)
-        assert all(isinstance(result, StorageError) and "syncfs" in str(result) for result in results), results
-        for log in logs:
-            with pytest.raises(StorageError, match="refuses writes"):
-                await _append_to_each([log])
-
-
-@needs_syncfs
-async def test_a_write_back_error_of_one_file_fails_its_own_log_after_a_filesystem_sync(tmp_path: Path) -> None:
-    ops = CountingOps()
-    async with logs_written_since_sync(tmp_path, ops, 3) as logs:
-        ops.unwritten.add(tmp_path / "t-1")
-        before = ops.filesystem_syncs
-        results = await asyncio.gather(*(log.sync() for log in logs), return_exceptions=True)
-        assert ops.filesystem_syncs == before + 1
-        assert results[0] is None
-        assert results[2] is None
-        assert isinstance(results[1], StorageError)
-        assert "write-back of" in str(results[1])
-        with pytest.raises(StorageError, match="refuses writes"):
-            await _append_to_each([logs[1]])
-        await _append_to_each([logs[0], logs[2]])  # the others go on
-
-
-@needs_syncfs
-async def test_rounds_run_their_own_fsyncs_where_the_kernel_refuses_syncfs(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    def refused(fd: int) -> None:
-        raise filesystem_sync.SyncfsUnavailable(errno.EPERM, "Operation not permitted")
-
-    monkeypatch.setattr(filesystem_sync, "sync_filesystem", refused)
-    ops = CountingOps()
-    async with logs_written_since_sync(tmp_path, ops, 3) as logs:
-        ops.fsyncs.clear()
-        await asyncio.gather(*(log.sync() for log in logs))
-        assert ops.fsyncs == ["00000000000000000000.log"] * 3
-        assert all(log._synced_sequence == log._write_sequence for log in logs)
-
-
-def test_a_file_ops_that_injects_fsync_faults_keeps_its_fsyncs(tmp_path: Path) -> None:
-    class FailingFsync(FileOps):
-        def fsync(self, fd: int) -> None:
-            raise OSError(5, "Input/output error")
-
-    fd = os.open(tmp_path, os.O_RDONLY)
-    try:
-        assert FailingFsync().device_for_syncfs(fd) is None
-    finally:
-        os.close(fd)
 
 
 def test_a_batch_whose_loop_closed_is_dropped_and_the_thread_serves_on() -> None:

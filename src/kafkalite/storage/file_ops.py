@@ -10,10 +10,6 @@ engine duplicated for that purpose, so closing a segment on the event loop never
 `replace_atomically` builds the engine's small checkpoint files (`recovery-point`, `log-start-offset`, the
 clean-shutdown marker) from these same calls rather than from `atomic_file`, so a test's `FileOps` sees every byte the
 engine puts in a partition directory, which is what a simulated power cut needs.
-
-`device_for_syncfs`, `sync_filesystem` and `check_written` let the group-commit thread make the fsync rounds of several
-partitions durable with one `syncfs` (`filesystem_sync` says when that may stand in for an `fdatasync` per file). A
-test that overrides `fsync` to inject a fault, and not these, keeps its `fsync`s: `device_for_syncfs` answers None.
 """
 
 from __future__ import annotations
@@ -22,10 +18,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from kafkalite.storage import filesystem_sync
-
 _fdatasync = getattr(os, "fdatasync", os.fsync)  # appends change the size, which fdatasync also flushes
-SAME_DISKS = object()  # the `sync_scope` of every plain `FileOps`
 
 
 def _finish_write(fd: int, data: bytes | bytearray | memoryview, position: int, written: int) -> None:
@@ -72,29 +65,6 @@ class FileOps:
 
     def fsync(self, fd: int) -> None:
         _fdatasync(fd)
-
-    @property
-    def sync_scope(self) -> object:
-        """Instances with the same scope act on the same disks, so one's `sync_filesystem` covers the others' files:
-        every plain `FileOps` does (`SAME_DISKS`); a test's simulated disk answers its own."""
-        return SAME_DISKS
-
-    def device_for_syncfs(self, fd: int) -> int | None:
-        """The device of `fd`'s filesystem when one `sync_filesystem` may stand in for `fsync` on its files, else None
-        (`filesystem_sync`; None too for a subclass that overrides `fsync` but not `sync_filesystem`)."""
-        cls = type(self)
-        if cls.fsync is not FileOps.fsync and cls.sync_filesystem is FileOps.sync_filesystem:
-            return None
-        return filesystem_sync.device_for_syncfs(fd)
-
-    def sync_filesystem(self, fd: int) -> None:
-        """`syncfs`: every file and directory change on `fd`'s filesystem made durable. Raises `OSError`, or
-        `filesystem_sync.SyncfsUnavailable` when the kernel refused the call (nothing synced, nothing failed)."""
-        filesystem_sync.sync_filesystem(fd)
-
-    def check_written(self, fd: int) -> None:
-        """After `sync_filesystem`: raise the write-back error `fd`'s file met, as its `fsync` would have."""
-        filesystem_sync.check_written(fd)
 
     def fsync_directory(self, directory: Path) -> None:
         fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)

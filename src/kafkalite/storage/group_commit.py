@@ -12,19 +12,11 @@ fsync=never). Here:
 - one thread, `kafkalite-fsync`, takes everything handed over since its last batch began as its next batch (so a
   batch covers every partition that wrote meanwhile, from every loop in the process) and runs the jobs one after
   another, then wakes each loop once for all of its jobs in the batch;
-- the jobs of a batch that sit on one filesystem, two or more of them, are covered by one `syncfs` instead of an
-  `fdatasync` per file, where `filesystem_sync` says it may stand in for them: one call writes every file out and
-  flushes the device's cache once, where each `fdatasync` flushes it again (`bench/fsync_parallel.py`: 2.8–7.5× the
-  sync steps of 8 files on one disk);
-- a batch of more than `JOBS_PER_THREAD` other jobs (a Produce over hundreds of partitions where `syncfs` is not
-  available) is cut into chunks of that many, run in parallel on up to `HELPER_THREADS` more threads, so a large
-  batch does not take hundreds of `fdatasync`s end to end.
+- a batch of more than `JOBS_PER_THREAD` jobs (a Produce over hundreds of partitions) is cut into chunks of that
+  many, run in parallel on up to `HELPER_THREADS` more threads, so a large batch does not take hundreds of
+  `fdatasync`s end to end.
 
-A job is any callable that does its own fsyncs. One that `syncfs` may cover also has the methods of `FilesystemJob`
-(the partition log's rounds do): `filesystem_key()` names the filesystem and who owns the calls, `sync_filesystem()`
-makes the call, and `covered(error)` finishes the job after it (checks its files' own write-back errors, closes its
-descriptors, or fails with `error`). A job whose key cannot be read, or whose `syncfs` turns out not to be available,
-runs alone; a failed `syncfs` fails every job it was to cover.
+`docs/benchmarks.md` ("Group commit across partitions, again") has what it bought and what it costs.
 
 Invariants: a job's awaiter resumes only after its own job returned (or raised: the exception is re-raised to that
 awaiter alone); no job waits for a batch that begins after it was handed over; a loop that closed before its batch
@@ -34,11 +26,9 @@ awaiter waiting. At exit, jobs already handed over are finished first (`_finish_
 are joined), so a round that a broker's `close()` did not redo itself still reaches the disk. A forked child starts
 with no thread, no helpers and nothing handed over.
 
-The price of one thread: the jobs of a batch run one after another, so an acks=all answer waits for the syncs of every
-partition in its batch (one `syncfs`, or at most 8 `fdatasync`s on this thread; more run in parallel chunks) and for
-the batch before it, and one job stuck on a disk that does not answer holds every partition of every loop in the
-process until it returns. The price of `syncfs`: it also writes out what other programs left dirty on the same
-filesystem, so a data directory that shares its filesystem with a heavy writer waits for that writer's data too.
+The price of one thread: the jobs of a batch run one after another, so an acks=all answer waits for the `fdatasync`s
+of every partition in its batch (at most 8 on this thread; more run in parallel chunks) and for the batch before it,
+and one job stuck on a disk that does not answer holds every partition of every loop in the process until it returns.
 """
 
 from __future__ import annotations
@@ -53,32 +43,12 @@ import weakref
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_all
-from typing import Protocol, cast
 
 JOBS_PER_THREAD = 8
 HELPER_THREADS = 7
 EXIT_WAIT_S = 30.0  # at exit, how long the jobs already handed over may take to finish
 
 Job = Callable[[], None]
-
-
-class FilesystemJob(Protocol):
-    """A job that one `syncfs` may cover together with the other jobs on its filesystem (see the module docstring)."""
-
-    def __call__(self) -> None:
-        """Run alone: the job's own fsyncs."""
-
-    def filesystem_key(self) -> tuple[object, int] | None:
-        """(who owns the calls, the device): jobs with the same pair share one `syncfs`; None: run alone."""
-
-    def sync_filesystem(self) -> bool:
-        """Make everything on the job's filesystem durable; False when the call could not be made (nothing synced, the
-        jobs run alone). Raises when it failed."""
-
-    def covered(self, error: BaseException | None) -> None:
-        """Finish the job after a `syncfs` made its files durable (None) or failed (raises then)."""
-
-
 _Batch = list[tuple[Job, asyncio.Future[None]]]
 _Handed = tuple[asyncio.AbstractEventLoop, _Batch]
 
@@ -166,15 +136,13 @@ def _serve(state: _State) -> None:
 def _run_batch(state: _State, handed: list[_Handed]) -> None:
     jobs = [job for _loop, batch in handed for job, _done in batch]
     outcomes: list[BaseException | None] = [None] * len(jobs)
-    alone = _cover_by_filesystem(jobs, outcomes)
     chunks: list[Future[None]] = []
-    for at in range(JOBS_PER_THREAD, len(alone), JOBS_PER_THREAD):
-        chunk = alone[at : at + JOBS_PER_THREAD]
+    for at in range(JOBS_PER_THREAD, len(jobs), JOBS_PER_THREAD):
         try:
-            chunks.append(_helper_pool(state).submit(_run_jobs, jobs, outcomes, chunk))
+            chunks.append(_helper_pool(state).submit(_run_jobs, jobs, outcomes, at, at + JOBS_PER_THREAD))
         except RuntimeError:  # no helper thread (the interpreter is exiting, or none can start): run it here
-            _run_jobs(jobs, outcomes, chunk)
-    _run_jobs(jobs, outcomes, alone[:JOBS_PER_THREAD])
+            _run_jobs(jobs, outcomes, at, at + JOBS_PER_THREAD)
+    _run_jobs(jobs, outcomes, 0, JOBS_PER_THREAD)
     wait_all(chunks)
     index = 0
     for loop, batch in handed:
@@ -182,45 +150,8 @@ def _run_batch(state: _State, handed: list[_Handed]) -> None:
         index += len(batch)
 
 
-def _cover_by_filesystem(jobs: list[Job], outcomes: list[BaseException | None]) -> list[int]:
-    """Run one `syncfs` per filesystem that two or more of `jobs` sit on, and finish those jobs; return the indexes of
-    the jobs left to run alone, in the order they were handed over."""
-    jobs_by_filesystem: dict[tuple[object, int], list[int]] = {}
-    alone: list[int] = []
-    for index, job in enumerate(jobs):
-        filesystem_key = getattr(job, "filesystem_key", None)
-        try:
-            key = None if filesystem_key is None else filesystem_key()
-        except Exception:  # its own fsyncs will say what is wrong with its files
-            key = None
-        if key is None:
-            alone.append(index)
-        else:
-            jobs_by_filesystem.setdefault(key, []).append(index)
-    for indexes in jobs_by_filesystem.values():
-        covering = [cast("FilesystemJob", jobs[index]) for index in indexes]
-        if len(indexes) == 1:
-            alone.append(indexes[0])
-            continue
-        error: BaseException | None = None
-        try:
-            synced = covering[0].sync_filesystem()
-        except Exception as exc:  # every job it was to cover fails with it
-            synced, error = True, exc
-        if not synced:
-            alone += indexes
-            continue
-        for index, job in zip(indexes, covering, strict=True):
-            try:
-                job.covered(error)
-            except BaseException as exc:  # handed to that job's awaiter
-                outcomes[index] = exc
-    alone.sort()
-    return alone
-
-
-def _run_jobs(jobs: list[Job], outcomes: list[BaseException | None], indexes: list[int]) -> None:
-    for index in indexes:
+def _run_jobs(jobs: list[Job], outcomes: list[BaseException | None], start: int, stop: int) -> None:
+    for index in range(start, min(stop, len(jobs))):
         try:
             jobs[index]()
         except BaseException as exc:  # handed to that job's awaiter

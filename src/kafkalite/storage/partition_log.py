@@ -35,12 +35,11 @@ this engine adds the files (deleting segments, `log-start-offset`, lowering `rec
 Durability (group commit): `append` writes to the page cache and bumps `_write_sequence`. `sync()` waits until a
 completed fsync round covers the caller's sequence: a round snapshots the sequence and the segments written since the
 last round, and fsyncs their `.log` files (plus the directory when segments were created or deleted) in a worker
-thread (`group_commit`: one thread runs the rounds of every log in batches, and one `syncfs` covers the rounds of a
-batch on one filesystem: `_SyncRound`), on duplicated file descriptors, so the event loop never blocks and closing a
-segment cannot pull a descriptor away from a running fsync. Each caller waits on a future of its own, listed with its
-sequence; one task (`_sync_rounds`) runs round after round while any caller is left whose sequence no finished round
-covers, and resolves each caller as a round covers it (a caller that appended after a round took its snapshot waits
-for the next one, which every caller waiting at that moment shares).
+thread (`group_commit`: one thread runs the rounds of every log in batches), on duplicated file descriptors, so the
+event loop never blocks and closing a segment cannot pull a descriptor away from a running fsync. Each caller waits
+on a future of its own, listed with its sequence; one task (`_sync_rounds`) runs round after round while any caller
+is left whose sequence no finished round covers, and resolves each caller as a round covers it (a caller that
+appended after a round took its snapshot waits for the next one, which every caller waiting at that moment shares).
 A failed round passes its error to every caller waiting then; a cancelled caller leaves the rounds alone, and the
 callers of a cancelled rounds task are cancelled with it. `fsync=False` turns `sync` into a no-op and every fsync
 above into nothing (the checkpoint files are still renamed into place, which is enough for kill -9).
@@ -76,6 +75,7 @@ after the offset asked for.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import threading
@@ -101,7 +101,6 @@ from kafkalite.storage.file_cleaning import (
 )
 from kafkalite.storage.file_ops import FileOps, replace_atomically
 from kafkalite.storage.file_records import TRUNCATED_SUFFIX, FileRecords
-from kafkalite.storage.filesystem_sync import SyncfsUnavailable
 from kafkalite.storage.group_commit import run_fsync_job
 from kafkalite.storage.policy import DEFAULT_CONFIG, wall_clock_ms
 from kafkalite.storage.segment import LOG_SUFFIX, Segment, storage_error
@@ -159,7 +158,6 @@ class PartitionLog(SegmentedLog[Segment]):
         self._sync_task: asyncio.Task[None] | None = None  # `_sync_rounds`, while callers of `sync` wait
         self._sync_waiters: list[tuple[int, asyncio.Future[None]]] = []  # (sequence awaited, its caller's future)
         self.sync_stats: SyncStats | None = None  # the broker's fsync-round counters (`/metrics`), when it keeps them
-        self._device: int | None = None  # for `syncfs`, learned by the fsync thread (`_syncfs_key`); -1: none
         # Recovery point: `open` leaves everything below the log end on disk. Rolled segments wait in `_rolled` (with
         # the offset they end at) until the checkpoint task has flushed them; `_checkpoint_lock` makes "is this value
         # still true, then write it" one step between that worker thread and `truncate_to`/`close`, which bump
@@ -736,20 +734,13 @@ class PartitionLog(SegmentedLog[Segment]):
             raise
         began = time.perf_counter()
         try:
-            await run_fsync_job(_SyncRound(self, fds, sync_directory))
+            await run_fsync_job(functools.partial(self._fsync_descriptors, fds, sync_directory))
         except StorageError as exc:
             # A failed fsync may have dropped dirty pages for good, and a later fsync can succeed over the hole
             # (Linux clears the error once reported). So the log stops: no write is acknowledged on top of bytes
             # that may be gone. Reopening it (a broker restart) recovers from what is really on disk.
             self._stop_writes(exc)
             raise
-        except Exception as exc:
-            # Anything else leaves the round's files in doubt, and the round took them off the unsynced list: a later
-            # round must not acknowledge past them, so the log stops the same way.
-            failure = StorageError(f"the fsync round of {self.directory} failed: {exc!r}")
-            self._record_fsync_failure(failure)
-            self._stop_writes(failure)
-            raise failure from exc
         else:
             if self._fsync_failure is not None:  # a checkpoint's fsync failed meanwhile: this success proves nothing
                 raise self._fsync_failure
@@ -758,13 +749,19 @@ class PartitionLog(SegmentedLog[Segment]):
             self._synced_sequence = max(self._synced_sequence, sequence)
 
     def _fsync_descriptors(self, fds: list[tuple[int, Path]], sync_directory: bool) -> None:
-        """Runs in a worker thread: fsync each duplicated descriptor (then close it) and the directory."""
+        """Runs in a worker thread: fsync each duplicated descriptor (then close it) and the directory.
+
+        A failure is recorded the moment it is seen, before the other files are synced: a round and a checkpoint may
+        fsync duplicates of the same open file, and the kernel reports a write-back error through it once, so the
+        other side's fsync of it may already have succeeded and must find the failure recorded when it looks."""
         failure: StorageError | None = None
         for fd, path in fds:
             try:
                 self._ops.fsync(fd)
             except OSError as exc:
-                failure = failure or StorageError(f"fsync {path} failed: {exc.strerror or exc}")
+                if failure is None:
+                    failure = StorageError(f"fsync {path} failed: {exc.strerror or exc}")
+                    self._record_fsync_failure(failure)
             finally:
                 self._ops.close(fd)
         if sync_directory and failure is None:
@@ -772,8 +769,8 @@ class PartitionLog(SegmentedLog[Segment]):
                 self._ops.fsync_directory(self.directory)
             except OSError as exc:
                 failure = StorageError(f"fsync {self.directory} failed: {exc.strerror or exc}")
+                self._record_fsync_failure(failure)
         if failure is not None:
-            self._record_fsync_failure(failure)
             raise failure
 
     def _record_fsync_failure(self, failure: StorageError) -> None:
@@ -783,53 +780,6 @@ class PartitionLog(SegmentedLog[Segment]):
                 self._fsync_failure = failure
             if self.sync_stats is not None:
                 self.sync_stats.count_failure()
-
-    def _syncfs_key(self, fd: int) -> tuple[object, int] | None:
-        """Runs in the fsync thread: the key under which one `syncfs` may cover this log's rounds with other logs'
-        (`group_commit`), or None. Any one of a round's descriptors tells the filesystem: every file of a round is in
-        this log's directory. The device is learned once; the answer depends only on it and on this log's `FileOps`."""
-        if self._device is None:
-            self._device = self._ops.device_for_syncfs(fd)
-            if self._device is None:
-                self._device = -1  # none: this log's rounds always run their own fsyncs
-        return None if self._device < 0 else (self._ops.sync_scope, self._device)
-
-    def _covered_round(self, fds: list[tuple[int, Path]], sync_directory: bool, error: BaseException | None) -> None:
-        """Runs in the fsync thread once a `syncfs` covered a round (`_SyncRound.covered`). A failed `syncfs` fails the
-        round as a failed fsync of its files would. After one that succeeded, each file is asked for its own write-back
-        error (`FileOps.check_written`), which `syncfs` may have reported through another log's descriptor; where
-        that cannot be asked, the round runs its own fsyncs. Closes the round's descriptors either way."""
-        if error is None:
-            try:
-                error = self._first_write_back_error(fds)
-            except SyncfsUnavailable:
-                self._fsync_descriptors(fds, sync_directory)
-                return
-        for fd, _ in fds:
-            try:
-                self._ops.close(fd)
-            except OSError:
-                pass  # a duplicate of our own: closing it loses nothing
-        if error is None:
-            return
-        if isinstance(error, StorageError):
-            failure = error
-        else:
-            reason = error.strerror if isinstance(error, OSError) and error.strerror else error
-            failure = StorageError(f"syncfs of the filesystem of {self.directory} failed: {reason}")
-        self._record_fsync_failure(failure)
-        raise failure
-
-    def _first_write_back_error(self, fds: list[tuple[int, Path]]) -> StorageError | None:
-        """The first of the round's files to report a write-back error since its descriptor last looked, as one."""
-        for fd, path in fds:
-            try:
-                self._ops.check_written(fd)
-            except SyncfsUnavailable:
-                raise
-            except OSError as exc:
-                return StorageError(f"write-back of {path} failed: {exc.strerror or exc}")
-        return None
 
     def _stop_writes(self, failure: StorageError) -> None:
         """Refuse every write from now on (reads go on) until the log is reopened, and say so once. The first failure
@@ -854,34 +804,6 @@ class PartitionLog(SegmentedLog[Segment]):
                 f"{self.directory} refuses writes since an fsync failed ({self._fsync_failure}); "
                 "restart the broker to recover the log from disk"
             )
-
-
-class _SyncRound:
-    """One round's fsync job for the group-commit thread (`group_commit.FilesystemJob`): the round's duplicated
-    descriptors, closed when it ends, and whether the directory is synced too. Alone, it fsyncs them one by one; in a
-    batch with other rounds on its filesystem, one `syncfs` covers them all, and the round checks its files' own
-    write-back errors and closes them."""
-
-    def __init__(self, log: PartitionLog, fds: list[tuple[int, Path]], sync_directory: bool) -> None:
-        self.log = log
-        self.fds = fds
-        self.sync_directory = sync_directory
-
-    def __call__(self) -> None:
-        self.log._fsync_descriptors(self.fds, self.sync_directory)
-
-    def filesystem_key(self) -> tuple[object, int] | None:
-        return self.log._syncfs_key(self.fds[0][0]) if self.fds else None
-
-    def sync_filesystem(self) -> bool:
-        try:
-            self.log._ops.sync_filesystem(self.fds[0][0])
-        except SyncfsUnavailable:
-            return False
-        return True
-
-    def covered(self, error: BaseException | None) -> None:
-        self.log._covered_round(self.fds, self.sync_directory, error)
 
 
 def _end_waits(waiters: list[tuple[int, asyncio.Future[None]]], error: BaseException | None) -> None:
