@@ -18,6 +18,7 @@ threads share one interpreter lock.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import os
 import statistics
 import tempfile
@@ -29,24 +30,15 @@ from concurrent.futures import ThreadPoolExecutor
 def _syncfs() -> Callable[[int], int] | None:
     """The C library's `syncfs`, or None where there is none."""
     try:
-        import ctypes
-
         call = ctypes.CDLL(None, use_errno=True).syncfs
-    except (ImportError, AttributeError, OSError):
+    except (AttributeError, OSError):
         return None
     call.argtypes, call.restype = [ctypes.c_int], ctypes.c_int
     return call  # type: ignore[no-any-return]
 
 
 SYNCFS = _syncfs()
-
 FORMS = ("serial", "parallel", "syncfs")
-
-
-def ctypes_errno() -> int:
-    import ctypes
-
-    return ctypes.get_errno()
 
 
 def run(directory: str, files: int, chunk: int, seconds: float, form: str) -> tuple[float, float, float]:
@@ -68,7 +60,7 @@ def run(directory: str, files: int, chunk: int, seconds: float, form: str) -> tu
             elif form == "syncfs":
                 assert SYNCFS is not None
                 if SYNCFS(fds[0]) != 0:
-                    raise OSError(ctypes_errno(), "syncfs failed")
+                    raise OSError(ctypes.get_errno(), "syncfs failed")
             else:
                 for fd in fds:
                     os.fdatasync(fd)

@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import argparse
 import re
-import sys
 import time
 import urllib.request
 import uuid
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 
-from bench.brokers import _process, console_url, kafkalite_argv
+from bench.brokers import Running, _process, baseline_peer, console_url, kafkalite_argv
 from bench.clients import KafkaClient, answer_ages
 
 READY = r"^KafkaLite ready on"
@@ -47,20 +47,17 @@ def _flush_figures(url: str) -> dict[str, float]:
     return figures
 
 
-Argv = Callable[[int, Path], list[str]]
+Start = Callable[[], AbstractContextManager[Running]]
 
 
-def baseline_argv(fsync: str) -> Argv:
-    """`kafkalite serve` of a source tree put on PYTHONPATH, console on."""
-    return lambda port, data_dir: [
-        *[sys.executable, "-m", "kafkalite.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
-        *["--data-dir", str(data_dir), "--http-port", "0", "--fsync", fsync, "--log-level", "WARNING"],
-    ]
+def this_tree(fsync: str) -> Start:
+    """`kafkalite serve` of this tree, console on (for `/metrics`)."""
+    return lambda: _process(f"fsync-{fsync}", "kafka", kafkalite_argv(fsync, http=True), READY)
 
 
-def one(label: str, argv: Argv, env: dict[str, str] | None, args: argparse.Namespace) -> str:
+def one(label: str, start: Start, args: argparse.Namespace) -> str:
     partitions = args.partitions
-    with _process(label, "kafka", argv, READY, env) as running:
+    with start() as running:
         url = console_url(running)
         if url is None:
             raise SystemExit("the broker printed no console address")
@@ -107,15 +104,12 @@ def main() -> None:
     args = parser.parse_args()
     if args.rate:
         args.size = 100
-    forms: list[tuple[str, Argv, dict[str, str] | None]] = [("fsync=always", kafkalite_argv("always", http=True), None)]
-    for tree in args.baseline:
-        forms.append(
-            (f"{tree.name} fsync=always", baseline_argv("always"), {"PYTHONPATH": str(tree.resolve() / "src")})
-        )
-    forms.append(("fsync=never", kafkalite_argv("never", http=True), None))
+    forms = [("fsync=always", this_tree("always"))]
+    forms += [(f"{tree.name} fsync=always", baseline_peer(tree).start) for tree in args.baseline]
+    forms.append(("fsync=never", this_tree("never")))
     for number in range(args.rounds):
-        for label, argv, env in forms:
-            print(f"round {number + 1} " + one(label, argv, env, args), flush=True)
+        for label, start in forms:
+            print(f"round {number + 1} " + one(label, start, args), flush=True)
 
 
 if __name__ == "__main__":
